@@ -1,0 +1,41 @@
+# Every target creates (or reuses) the local virtualenv, so a fresh clone needs nothing else.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: serve test check fmt bench install clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## serve: run the server on SQLite under ./var at http://127.0.0.1:8000
+serve: $(STAMP)
+	$(BIN)/ai-memory serve
+
+## test: the whole test suite (SQLite by default; set DATABASE_URL for PostgreSQL)
+test: $(STAMP)
+	$(BIN)/pytest
+
+## check: lint, format check, types and missing migrations
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy .
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+fmt: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+## bench: measure and write docs/benchmarks.md
+bench: $(STAMP)
+	$(BIN)/python -m bench.run
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

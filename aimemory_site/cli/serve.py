@@ -1,0 +1,92 @@
+"""``ai-memory serve``: migrate, collect static, then run gunicorn on AI_MEMORY_BIND."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the server (migrate, collect static, gunicorn)",
+        description=(
+            "Migrate the database, collect static files and serve with gunicorn. "
+            "SQLite runs one process with threads; PostgreSQL runs several processes.\n\n"
+            "example: ai-memory serve --bind 127.0.0.1:8000"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--bind", help="address to bind (default: $AI_MEMORY_BIND or 127.0.0.1:8000)"
+    )
+    parser.add_argument("--workers", type=int, help="gunicorn worker processes (PostgreSQL only)")
+
+
+def is_loopback(bind: str) -> bool:
+    """True when ``bind`` (host:port, [v6]:port or unix:path) is reachable only locally."""
+    if bind.startswith("unix:"):
+        return True
+    host = bind.rsplit(":", 1)[0] if ":" in bind else bind
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aimemory_site.settings")
+    import django
+    from django.conf import settings
+    from django.core.management import call_command
+
+    django.setup()
+    bind: str = args.bind or settings.AI_MEMORY_BIND
+
+    from projects.auth import auth_enabled
+    from projects.services import server_boot_record
+
+    call_command("migrate", interactive=False, verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)
+    if not is_loopback(bind) and not auth_enabled() and not settings.AI_MEMORY_ALLOW_ANONYMOUS:
+        print(
+            f"ai-memory: refusing to serve anonymously on {bind}: set AI_MEMORY_ROOT_TOKEN "
+            "(or issue a user token), or AI_MEMORY_ALLOW_ANONYMOUS=1 to accept the risk.",
+            file=sys.stderr,
+        )
+        return 2
+    server_boot_record()
+
+    sqlite = settings.DATABASES["default"]["ENGINE"].endswith("sqlite3")
+    if sqlite:
+        # One process: SQLite has one writer; threads keep reads concurrent.
+        workers, threads = 1, 8
+    else:
+        workers, threads = args.workers or min(2 * (os.cpu_count() or 1) + 1, 8), 4
+    from django.db import connections
+
+    connections.close_all()  # gunicorn forks; do not share the migration connection
+    argv = [
+        "gunicorn",
+        "aimemory_site.wsgi:application",
+        "--bind",
+        bind,
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+        "--access-logfile",
+        "-",
+        "--graceful-timeout",
+        "10",
+    ]
+    from gunicorn.app.wsgiapp import run as gunicorn_run
+
+    sys.argv = argv
+    gunicorn_run()
+    return 0

@@ -1,0 +1,13 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from aimemory_site.api import api, hooks_api
+from aimemory_site.views import healthz
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("api/v1/", api.urls),
+    path("", hooks_api.urls),
+    path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+]

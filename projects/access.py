@@ -1,0 +1,149 @@
+"""Who may read or write which project: the one access helper every surface calls.
+
+A project the caller may not read answers exactly like one that does not exist, so the
+existence of a restricted project never leaks.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from aimemory_site.errors import Forbidden, NotFound
+from projects.models import Grant, Project
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+
+class Level(enum.IntEnum):
+    NONE = 0
+    READ = 1
+    WRITE = 2
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The caller of any surface: the anonymous server, root, or a Django user."""
+
+    kind: str  # "anonymous" | "root" | "user"
+    user: User | None = None
+
+    @classmethod
+    def anonymous(cls) -> Principal:
+        return cls(kind="anonymous")
+
+    @classmethod
+    def root(cls) -> Principal:
+        return cls(kind="root")
+
+    @classmethod
+    def for_user(cls, user: User) -> Principal:
+        # A Django superuser is root for access purposes (the web UI, admin-made users).
+        return cls(kind="root" if user.is_superuser else "user", user=user)
+
+    @property
+    def sees_everything(self) -> bool:
+        return self.kind in ("anonymous", "root")
+
+    @property
+    def owner_name(self) -> str | None:
+        """The name stamped as ``from_owner_user`` on what this caller sends."""
+        if self.user is not None:
+            return self.user.get_username()
+        if self.kind == "root":
+            return settings.AI_MEMORY_ROOT_USERNAME or None
+        return None
+
+    @property
+    def display_name(self) -> str:
+        if self.user is not None:
+            return self.user.get_username()
+        if self.kind == "root":
+            return settings.AI_MEMORY_ROOT_USERNAME or "root"
+        return "anonymous"
+
+
+def project_level(principal: Principal, project: Project, grant_level: str | None) -> Level:
+    """Return the caller's level on ``project`` given the caller's grant on it, if any."""
+    if principal.sees_everything:
+        return Level.WRITE
+    user = principal.user
+    if user is None or not user.is_active:
+        return Level.NONE
+    if project.access_mode == Project.AccessMode.OPEN:
+        return Level.WRITE
+    if project.created_by_id == user.pk:
+        return Level.WRITE
+    if grant_level == Grant.Level.WRITE:
+        return Level.WRITE
+    if grant_level == Grant.Level.READ:
+        return Level.READ
+    return Level.NONE
+
+
+def _grant_level(principal: Principal, project: Project) -> str | None:
+    if principal.user is None or project.access_mode == Project.AccessMode.OPEN:
+        return None
+    return (
+        Grant.objects.filter(user=principal.user, project=project)
+        .values_list("level", flat=True)
+        .first()
+    )
+
+
+def project_not_found(workspace: str, project: str) -> NotFound:
+    return NotFound(
+        f"project {workspace}/{project} not found. Check the workspace and project names; "
+        "a project exists once an agent session started there.",
+        code="project_not_found",
+    )
+
+
+def project_check(principal: Principal, project: Project, *, need: Level) -> None:
+    """Raise unless ``principal`` holds ``need`` on ``project``.
+
+    Without read the error is the same NotFound as for a missing project; with read but
+    not write it is Forbidden.
+    """
+    level = project_level(principal, project, _grant_level(principal, project))
+    if level >= need:
+        return
+    if level == Level.NONE:
+        raise project_not_found(project.workspace.name, project.name)
+    raise Forbidden(
+        f"not authorized for {project.workspace.name}/{project.name}: you have read access "
+        "and this needs write. Ask the server operator to raise your access.",
+        code="write_access_required",
+    )
+
+
+def project_access(principal: Principal, workspace: str, project: str, *, need: Level) -> Project:
+    """Return the named project if ``principal`` holds ``need`` on it; never creates it."""
+    found = (
+        Project.objects.select_related("workspace")
+        .filter(workspace__name=workspace, name=project)
+        .first()
+    )
+    if found is None:
+        raise project_not_found(workspace, project)
+    project_check(principal, found, need=need)
+    return found
+
+
+def readable_projects(principal: Principal) -> QuerySet[Project]:
+    """Every project ``principal`` may read, as one query."""
+    projects = Project.objects.select_related("workspace")
+    if principal.sees_everything:
+        return projects
+    user = principal.user
+    if user is None or not user.is_active:
+        return projects.none()
+    has_grant = Exists(Grant.objects.filter(user=user, project=OuterRef("pk")))
+    return projects.filter(
+        Q(access_mode=Project.AccessMode.OPEN) | Q(created_by=user) | Q(has_grant)
+    )

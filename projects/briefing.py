@@ -1,0 +1,22 @@
+"""``memory_briefing`` and ``GET /api/v1/briefing``: what an agent should know on arrival."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from messaging.selectors import message_pending_count
+from projects.access import Level, Principal, project_access
+from projects.scope import ResolvedScope
+
+
+def briefing_get(*, principal: Principal, scope: ResolvedScope) -> dict[str, Any]:
+    """The briefing for a resolved scope: which project it is, and its pending mail. Needs read."""
+    project = project_access(principal, scope.workspace, scope.project, need=Level.READ)
+    return {
+        "scope": {
+            "workspace": project.workspace.name,
+            "project": project.name,
+            "resolved_by": scope.source.value,
+        },
+        "pending_message_count": message_pending_count(project=project),
+    }

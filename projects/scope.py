@@ -1,0 +1,126 @@
+"""Scope resolution: which project an MCP call acts on, and how that was decided.
+
+DESIGN.md section 6. pop, cancel and send refuse an inferred scope; list and briefing
+answer it and say where it came from.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from aimemory_site.errors import BadRequest
+from projects.models import Activity, AgentSession, ServerBoot
+
+
+class ScopeSource(enum.StrEnum):
+    EXPLICIT = "explicit"
+    SESSION = "session"
+    SHARED_SLOT = "shared_slot"
+    STARTUP_SEED = "startup_seed"
+    DEFAULT = "default"
+    DEFAULT_AFTER_MISMATCH = "default_after_mismatch"
+
+
+@dataclass(frozen=True)
+class ResolvedScope:
+    workspace: str
+    project: str
+    source: ScopeSource
+
+    @property
+    def inferred(self) -> bool:
+        return self.source not in (ScopeSource.EXPLICIT, ScopeSource.SESSION)
+
+
+def _clean(value: str | None) -> str:
+    return (value or "").strip()
+
+
+def scope_resolve(
+    *, workspace: str | None, project: str | None, session_id: str | None
+) -> ResolvedScope:
+    """Resolve the caller's (workspace, project); never creates anything.
+
+    Whitespace-only values count as absent. Naming only one of the pair is an error.
+    """
+    ws, proj, sid = _clean(workspace), _clean(project), _clean(session_id)
+    if bool(ws) != bool(proj):
+        raise BadRequest("workspace and project must be provided together", code="scope_incomplete")
+    if ws:
+        return ResolvedScope(ws, proj, ScopeSource.EXPLICIT)
+    if sid:
+        session = (
+            AgentSession.objects.select_related("project__workspace").filter(session_id=sid).first()
+        )
+        if session is not None:
+            p = session.project
+            return ResolvedScope(p.workspace.name, p.name, ScopeSource.SESSION)
+        return _default(ScopeSource.DEFAULT_AFTER_MISMATCH)
+    boot = ServerBoot.objects.order_by("-started_at").values_list("started_at", flat=True).first()
+    latest = AgentSession.objects.select_related("project__workspace").order_by("-last_seen_at")
+    if boot is not None:
+        latest = latest.filter(last_seen_at__gte=boot)
+    slot = latest.first()
+    if slot is not None:
+        p = slot.project
+        return ResolvedScope(p.workspace.name, p.name, ScopeSource.SHARED_SLOT)
+    if boot is not None:
+        seed = (
+            Activity.objects.select_related("project__workspace")
+            .filter(created_at__lt=boot)
+            .order_by("-created_at")
+            .first()
+        )
+        if seed is not None:
+            p = seed.project
+            return ResolvedScope(p.workspace.name, p.name, ScopeSource.STARTUP_SEED)
+    return _default(ScopeSource.DEFAULT)
+
+
+def _default(source: ScopeSource) -> ResolvedScope:
+    return ResolvedScope(
+        settings.AI_MEMORY_DEFAULT_WORKSPACE, settings.AI_MEMORY_DEFAULT_PROJECT, source
+    )
+
+
+_REFUSALS = {
+    "pop": (
+        "refusing to pop from {ws}/{proj}: it was resolved by {source}, not named, so it may "
+        "not be the project you are working in. Pass workspace and project (the SessionStart "
+        "inbox notice and memory_briefing name them)."
+    ),
+    "cancel": (
+        "refusing to cancel the outbox of {ws}/{proj}: it was resolved by {source}, not named, "
+        "so it may not be the project you are working in. Pass workspace and project to name "
+        "the sending project."
+    ),
+    "send": (
+        "refusing to send as {ws}/{proj}: it was resolved by {source}, not named, so it may "
+        "not be the project you are working in. Pass from_workspace and from_project to name "
+        "the sending project."
+    ),
+}
+
+LIST_HINT = (
+    "This mailbox ({ws}/{proj}) was resolved by {source} scope, not named explicitly, so it "
+    "may be another project's. A SessionStart notice or memory_briefing count names the "
+    "project it is for; re-run with that workspace and project explicitly."
+)
+
+
+def scope_require_named(scope: ResolvedScope, operation: str) -> None:
+    """Refuse ``operation`` ("pop", "cancel" or "send") on an inferred scope."""
+    if scope.inferred:
+        raise BadRequest(
+            _REFUSALS[operation].format(
+                ws=scope.workspace, proj=scope.project, source=scope.source.value
+            ),
+            code="scope_not_named",
+        )
+
+
+def scope_hint(scope: ResolvedScope) -> str:
+    return LIST_HINT.format(ws=scope.workspace, proj=scope.project, source=scope.source.value)

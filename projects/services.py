@@ -1,0 +1,173 @@
+"""Writes for workspaces, projects, sessions, tokens and activity."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+
+from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from aimemory_site.errors import BadRequest
+from projects.access import Level, Principal, project_check
+from projects.auth import TOKEN_PREFIX, token_hash
+from projects.models import (
+    NAME_PATTERN,
+    Activity,
+    AgentSession,
+    ApiToken,
+    Project,
+    ServerBoot,
+    Workspace,
+)
+
+_NAME_RE = re.compile(NAME_PATTERN)
+AGENT_KINDS = ("claude", "codex", "kimi", "opencode", "gemini", "cursor", "other")
+
+
+def name_validate(kind: str, value: str) -> str:
+    """Return ``value`` stripped, or raise BadRequest if it is not a valid name."""
+    value = value.strip()
+    if not _NAME_RE.fullmatch(value):
+        raise BadRequest(
+            f"invalid {kind} name {value[:120]!r}: use 1-100 characters of letters, digits, "
+            "'.', '_' or '-', not starting with a dot",
+            code="invalid_name",
+        )
+    return value
+
+
+def agent_normalize(agent: str | None) -> str:
+    """Map a harness's agent name to a known kind; anything else is ``other``."""
+    kind = (agent or "").strip().lower().replace("_", "-")
+    if kind in ("claude-code", "claudecode"):
+        kind = "claude"
+    return kind if kind in AGENT_KINDS else "other"
+
+
+def activity_record(
+    *,
+    project: Project,
+    kind: str,
+    actor: str,
+    summary: str,
+    counterpart: Project | None = None,
+) -> Activity:
+    """Append a Recent Activity entry (metadata only; callers never pass a body)."""
+    return Activity.objects.create(
+        project=project,
+        kind=kind,
+        actor=actor[:200],
+        summary=summary[:300],
+        counterpart=counterpart,
+    )
+
+
+@transaction.atomic
+def project_get_or_create(
+    *, principal: Principal, workspace: str, project: str
+) -> tuple[Project, bool]:
+    """Return the named project, creating it (and its workspace) if new.
+
+    Creating needs an authenticated caller or an anonymous server, which every principal
+    is by construction; an existing project needs write.
+    """
+    workspace = name_validate("workspace", workspace)
+    project = name_validate("project", project)
+    found = (
+        Project.objects.select_related("workspace")
+        .filter(workspace__name=workspace, name=project)
+        .first()
+    )
+    if found is not None:
+        project_check(principal, found, need=Level.WRITE)
+        return found, False
+    ws, _ = Workspace.objects.get_or_create(name=workspace)
+    try:
+        # A savepoint, so a concurrent creator winning the unique key leaves this
+        # transaction usable for the lookup below.
+        with transaction.atomic():
+            created = Project.objects.create(workspace=ws, name=project, created_by=principal.user)
+    except IntegrityError:
+        found = Project.objects.select_related("workspace").get(workspace=ws, name=project)
+        project_check(principal, found, need=Level.WRITE)
+        return found, False
+    activity_record(
+        project=created,
+        kind=Activity.Kind.PROJECT_CREATED,
+        actor=principal.display_name,
+        summary=f"project {workspace}/{project} created",
+    )
+    return created, True
+
+
+@dataclass(frozen=True)
+class SessionStart:
+    project: Project
+    session: AgentSession
+    project_created: bool
+
+
+@transaction.atomic
+def session_start(
+    *,
+    principal: Principal,
+    workspace: str,
+    project: str,
+    session_id: str,
+    agent: str | None = None,
+) -> SessionStart:
+    """Register a lifecycle-hook session in a project, creating the project if new.
+
+    Idempotent for the same ``session_id``: a repeat refreshes ``last_seen_at`` (and moves
+    the session if the harness now reports another project). Either way the session now
+    holds the shared slot.
+    """
+    session_id = session_id.strip()
+    if not session_id or len(session_id) > 200:
+        raise BadRequest("session_id must be 1-200 characters", code="invalid_session_id")
+    target, created = project_get_or_create(
+        principal=principal, workspace=workspace, project=project
+    )
+    now = timezone.now()
+    kind = agent_normalize(agent)
+    session, session_created = AgentSession.objects.get_or_create(
+        session_id=session_id,
+        defaults={"project": target, "agent": kind, "started_at": now, "last_seen_at": now},
+    )
+    if not session_created:
+        session.project = target
+        session.last_seen_at = now
+        if kind != "other":
+            session.agent = kind
+        session.save(update_fields=["project", "last_seen_at", "agent"])
+    if session_created:
+        activity_record(
+            project=target,
+            kind=Activity.Kind.SESSION_STARTED,
+            actor=f"{principal.display_name} ({kind})",
+            summary=f"{kind} session started",
+        )
+    return SessionStart(project=target, session=session, project_created=created)
+
+
+def server_boot_record() -> ServerBoot:
+    """Mark a server start: the shared slot forgets sessions published before it."""
+    return ServerBoot.objects.create()
+
+
+def api_token_issue(*, user: User, name: str = "") -> tuple[ApiToken, str]:
+    """Create a token for ``user``; return it and its key, which is never shown again."""
+    key = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        user=user, name=name[:100], key_hash=token_hash(key), prefix=key[:12]
+    )
+    return token, key
+
+
+def api_token_revoke(*, token: ApiToken) -> None:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])

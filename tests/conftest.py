@@ -1,0 +1,129 @@
+"""Shared fixtures: the personas and a JSON API caller.
+
+alice creates and owns projects, bob holds a read grant on alice's restricted project,
+charlie has no access to it at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.servers.basehttp import ThreadedWSGIServer
+from django.test import Client
+from pytest_django.fixtures import Settings as SettingsWrapper
+
+from projects.access import Principal
+from projects.models import Grant, Project
+from projects.services import api_token_issue, project_get_or_create
+
+ROOT_TOKEN = "root-token-for-tests-0123456789"
+
+# The live test server listens with Django's backlog of 10, so a burst of concurrent
+# connects gets resets; gunicorn's default is 2048. Give the test server room to queue.
+ThreadedWSGIServer.request_queue_size = 256
+
+
+@pytest.fixture(autouse=True)
+def _predictable_settings(settings: SettingsWrapper) -> None:
+    """Tests never inherit a root token or defaults from the shell that runs them."""
+    settings.AI_MEMORY_ROOT_TOKEN = ""
+    settings.AI_MEMORY_ROOT_USERNAME = ""
+    settings.AI_MEMORY_DEFAULT_WORKSPACE = "default"
+    settings.AI_MEMORY_DEFAULT_PROJECT = "default"
+    settings.AI_MEMORY_CONFIG = ""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def auth_on(settings: SettingsWrapper) -> str:
+    """Turn authentication on with a root token; return the token."""
+    settings.AI_MEMORY_ROOT_TOKEN = ROOT_TOKEN
+    return ROOT_TOKEN
+
+
+@dataclass
+class Persona:
+    user: User
+    token: str
+
+    @property
+    def principal(self) -> Principal:
+        return Principal.for_user(self.user)
+
+
+def _persona(name: str) -> Persona:
+    user = User.objects.create_user(username=name, password=f"{name}-password")
+    _, key = api_token_issue(user=user, name=f"{name}'s laptop")
+    return Persona(user=user, token=key)
+
+
+@pytest.fixture
+def alice(db: None) -> Persona:
+    return _persona("alice")
+
+
+@pytest.fixture
+def bob(db: None) -> Persona:
+    return _persona("bob")
+
+
+@pytest.fixture
+def charlie(db: None) -> Persona:
+    return _persona("charlie")
+
+
+def make_project(
+    owner: Persona | None, workspace: str, name: str, *, restricted: bool = False
+) -> Project:
+    principal = owner.principal if owner else Principal.anonymous()
+    project, _ = project_get_or_create(principal=principal, workspace=workspace, project=name)
+    if restricted:
+        project.access_mode = Project.AccessMode.RESTRICTED
+        project.save(update_fields=["access_mode"])
+    return project
+
+
+@pytest.fixture
+def alices_restricted(alice: Persona, bob: Persona, charlie: Persona) -> Project:
+    """alice's restricted project ``default/alpha``; bob reads it, charlie has nothing."""
+    project = make_project(alice, "default", "alpha", restricted=True)
+    Grant.objects.create(user=bob.user, project=project, level=Grant.Level.READ)
+    return project
+
+
+@pytest.fixture
+def alices_open(alice: Persona) -> Project:
+    """alice's open project ``default/commons``: every authenticated user reads and writes."""
+    return make_project(alice, "default", "commons")
+
+
+ApiCall = Callable[..., tuple[int, Any]]
+
+
+@pytest.fixture
+def api(client: Client) -> ApiCall:
+    """Call the JSON API: ``api("post", "/api/v1/messages", {...}, token=...)``."""
+
+    def call(
+        method: str, path: str, payload: dict[str, Any] | None = None, *, token: str | None = None
+    ) -> tuple[int, Any]:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        if method == "get":
+            response = client.get(path, payload or {}, headers=headers)
+        else:
+            response = client.generic(
+                method.upper(),
+                path,
+                json.dumps(payload or {}),
+                content_type="application/json",
+                headers=headers,
+            )
+        body = response.json() if response.content else None
+        return response.status_code, body
+
+    return call

@@ -1,0 +1,87 @@
+"""``ai-memory serve`` end to end: a real gunicorn on a free port with a fresh data dir."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from aimemory_site.cli.serve import is_loopback
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _serve(data_dir: Path, *args: str, **env: str) -> subprocess.Popen[bytes]:
+    full_env = {**os.environ, "AI_MEMORY_DATA_DIR": str(data_dir), **env}
+    full_env.pop("AI_MEMORY_ROOT_TOKEN", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "aimemory_site.cli.main", "serve", *args],
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 60) -> int:
+    """Poll /healthz until it answers (the server is starting up), bounded in time."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            output = proc.stdout.read().decode() if proc.stdout else ""
+            raise AssertionError(f"server exited with {proc.returncode}:\n{output}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                status: int = response.status
+                return status
+        except (urllib.error.URLError, ConnectionError):
+            time.sleep(0.2)  # polling a process we do not control; no barrier exists
+    raise AssertionError(f"{url} did not answer within {deadline_s}s")
+
+
+@pytest.mark.slow
+def test_serve_answers_healthz_from_a_fresh_data_dir(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = _serve(tmp_path / "data", "--bind", f"127.0.0.1:{port}")
+    try:
+        assert _wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
+        if "DATABASE_URL" not in os.environ:
+            assert (tmp_path / "data" / "ai-memory.sqlite3").exists()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_anonymous_serve_refuses_a_public_address(tmp_path: Path) -> None:
+    proc = _serve(tmp_path / "data", "--bind", f"0.0.0.0:{_free_port()}")
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 2
+    assert b"refusing to serve anonymously" in output
+
+
+@pytest.mark.parametrize(
+    ("bind", "loopback"),
+    [
+        ("127.0.0.1:8000", True),
+        ("localhost:8000", True),
+        ("[::1]:8000", True),
+        ("unix:/tmp/sock", True),
+        ("0.0.0.0:8000", False),
+        ("192.0.2.10:80", False),
+        ("example.test:80", False),
+    ],
+)
+def test_is_loopback(bind: str, loopback: bool) -> None:
+    assert is_loopback(bind) is loopback
