@@ -1,0 +1,98 @@
+"""JSON API routes for messages: thin adapters over the messaging services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from ninja import Query, Router, Schema, Status
+
+from aimemory_site.api import errors, principal_of
+from aimemory_site.errors import BadRequest
+from messaging import services
+from messaging.payloads import message_payload, pop_payload
+from messaging.schemas import (
+    MessageCancelIn,
+    MessageCancelOut,
+    MessageListOut,
+    MessagePopIn,
+    MessagePopOut,
+    MessageSendIn,
+    MessageSendOut,
+)
+from messaging.selectors import message_list
+
+router = Router(tags=["messages"])
+
+
+@router.post("/messages", response={201: MessageSendOut, **errors(403, 404, 409)})
+def messages_send(request: HttpRequest, payload: MessageSendIn) -> Status[dict[str, str]]:
+    """Send a message to another project's inbox (needs write on the recipient)."""
+    message = services.message_send(
+        principal=principal_of(request),
+        to_workspace=payload.to_workspace,
+        to_project=payload.to_project,
+        from_workspace=payload.from_workspace,
+        from_project=payload.from_project,
+        subject=payload.subject,
+        body=payload.body,
+    )
+    return Status(201, {"message_id": str(message.id)})
+
+
+class MessageListQuery(Schema):
+    workspace: str
+    project: str
+    box: str = "inbox"
+    limit: int = 50
+
+
+@router.get("/messages", response={200: MessageListOut, **errors(404)})
+def messages_list(request: HttpRequest, query: Query[MessageListQuery]) -> dict[str, Any]:
+    """List pending messages, oldest first, without claiming them (limit clamped to 1..200)."""
+    messages = message_list(
+        principal=principal_of(request),
+        workspace=query.workspace,
+        project=query.project,
+        box=query.box,
+        limit=query.limit,
+    )
+    return {"messages": [message_payload(m) for m in messages]}
+
+
+@router.post("/messages/pop", response={200: MessagePopOut, **errors(403, 404)})
+def messages_pop(request: HttpRequest, payload: MessagePopIn) -> HttpResponse:
+    """Claim the oldest pending inbox message (or the named one) exactly once.
+
+    Answers exactly ``{"message": null}`` when nothing was claimed.
+    """
+    message_id = None
+    if payload.message_id is not None:
+        message_id = services.message_id_parse(payload.message_id)
+    claimed = services.message_pop(
+        principal=principal_of(request),
+        workspace=payload.workspace,
+        project=payload.project,
+        message_id=message_id,
+    )
+    # A JsonResponse, not the schema: the empty answer must not grow a null notice key.
+    return JsonResponse(pop_payload(claimed))
+
+
+@router.post("/messages/cancel", response={200: MessageCancelOut, **errors(403, 404)})
+def messages_cancel(request: HttpRequest, payload: MessageCancelIn) -> dict[str, int]:
+    """Cancel pending messages this project sent: exactly one of ``message_id`` or ``all``."""
+    if (payload.message_id is None) == (not payload.all):
+        raise BadRequest(
+            "cancel needs exactly one of message_id or all: true", code="cancel_target"
+        )
+    message_id = None
+    if payload.message_id is not None:
+        message_id = services.message_id_parse(payload.message_id)
+    cancelled = services.message_cancel(
+        principal=principal_of(request),
+        workspace=payload.workspace,
+        project=payload.project,
+        message_id=message_id,
+    )
+    return {"cancelled": cancelled}

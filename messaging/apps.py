@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class MessagingConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "messaging"
+    verbose_name = "Messaging"

@@ -1,0 +1,136 @@
+"""Claim-once, the inbox bound and cancel-vs-pop under real concurrency.
+
+Many threads call a live HTTP server (pytest-django's threaded live server, one database
+connection per request thread) at the same instant, released by a barrier. CI runs this
+file on SQLite and on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+from pytest_django.live_server_helper import LiveServer
+
+from messaging.models import Message
+from messaging.services import MAX_PENDING_PER_INBOX
+from projects.models import Project
+from tests.conftest import make_project
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+T = TypeVar("T")
+
+
+def run_together(count: int, work: Callable[[int, httpx.Client], T], base_url: str) -> list[T]:
+    """Run ``work`` in ``count`` threads that all start at once; return their results."""
+    barrier = threading.Barrier(count)
+
+    def one(i: int) -> T:
+        with httpx.Client(base_url=base_url, timeout=120) as client:
+            barrier.wait()
+            return work(i, client)
+
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        return list(pool.map(one, range(count)))
+
+
+def _projects() -> tuple[Project, Project]:
+    return make_project(None, "default", "project-a"), make_project(None, "default", "project-b")
+
+
+def _fill(sender: Project, recipient: Project, count: int) -> None:
+    Message.objects.bulk_create(
+        Message(to_project=recipient, from_project=sender, body=f"request {i}")
+        for i in range(count)
+    )
+
+
+def _pop_until_empty(client: httpx.Client) -> list[str]:
+    popped: list[str] = []
+    while True:
+        response = client.post(
+            "/api/v1/messages/pop", json={"workspace": "default", "project": "project-b"}
+        )
+        assert response.status_code == 200, response.text
+        message = response.json()["message"]
+        if message is None:
+            return popped
+        popped.append(message["id"])
+
+
+def test_sixteen_poppers_claim_each_of_200_messages_exactly_once(live_server: LiveServer) -> None:
+    sender, recipient = _projects()
+    _fill(sender, recipient, 200)
+
+    results = run_together(16, lambda _, client: _pop_until_empty(client), live_server.url)
+
+    popped = [message_id for batch in results for message_id in batch]
+    assert len(popped) == 200
+    assert len(set(popped)) == 200
+    claimed = Message.objects.filter(state=Message.State.CLAIMED)
+    assert {str(pk) for pk in claimed.values_list("pk", flat=True)} == set(popped)
+
+
+def test_300_concurrent_sends_to_an_empty_inbox_admit_exactly_256(live_server: LiveServer) -> None:
+    _projects()
+    payload = {
+        "to_workspace": "default",
+        "to_project": "project-b",
+        "from_workspace": "default",
+        "from_project": "project-a",
+    }
+
+    def send_ten(i: int, client: httpx.Client) -> list[tuple[int, Any]]:
+        out = []
+        for j in range(10):
+            response = client.post("/api/v1/messages", json={**payload, "body": f"req {i}.{j}"})
+            out.append((response.status_code, response.json()))
+        return out
+
+    results = [r for batch in run_together(30, send_ten, live_server.url) for r in batch]
+
+    statuses = Counter(status for status, _ in results)
+    assert statuses == {201: MAX_PENDING_PER_INBOX, 409: 300 - MAX_PENDING_PER_INBOX}
+    refusals = [body for status, body in results if status == 409]
+    assert all(body["code"] == "inbox_full" and "full" in body["detail"] for body in refusals)
+    assert Message.objects.filter(state=Message.State.PENDING).count() == MAX_PENDING_PER_INBOX
+    accepted = {body["message_id"] for status, body in results if status == 201}
+    assert {str(pk) for pk in Message.objects.values_list("pk", flat=True)} == accepted
+
+
+def test_cancel_all_racing_poppers_leaves_each_message_claimed_or_cancelled(
+    live_server: LiveServer,
+) -> None:
+    sender, recipient = _projects()
+    _fill(sender, recipient, 150)
+
+    def act(i: int, client: httpx.Client) -> tuple[str, Any]:
+        if i == 0:
+            cancelled = 0
+            for _ in range(5):
+                response = client.post(
+                    "/api/v1/messages/cancel",
+                    json={"workspace": "default", "project": "project-a", "all": True},
+                )
+                assert response.status_code == 200, response.text
+                cancelled += response.json()["cancelled"]
+            return "cancel", cancelled
+        return "pop", _pop_until_empty(client)
+
+    results = run_together(8, act, live_server.url)
+
+    cancelled_count = sum(n for kind, n in results if kind == "cancel")
+    popped = [message_id for kind, batch in results if kind == "pop" for message_id in batch]
+    assert len(popped) == len(set(popped))
+    rows = dict(Message.objects.values_list("pk", "state"))
+    assert set(rows.values()) <= {Message.State.CLAIMED, Message.State.CANCELLED}
+    claimed_rows = {str(pk) for pk, state in rows.items() if state == Message.State.CLAIMED}
+    assert claimed_rows == set(popped)
+    assert sum(1 for s in rows.values() if s == Message.State.CANCELLED) == cancelled_count
+    assert len(popped) + cancelled_count == 150

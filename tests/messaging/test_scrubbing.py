@@ -1,0 +1,489 @@
+"""Secret scrubbing: the built-in patterns, idempotency, scrub-then-cap and [sanitize].
+
+Fake secrets are assembled from pieces at run time so that secret scanners reading the
+repository do not mistake the fixtures for leaked credentials.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from pytest_django.fixtures import Settings as SettingsWrapper
+
+from messaging.scrubbing import (
+    BUILTIN_PATTERNS,
+    PREFILTERS,
+    PROVIDER_ENV_ASSIGNMENT,
+    REDACTED,
+    Scrubber,
+    scrubber_builtin,
+    scrubber_configured,
+    text_cap,
+)
+
+ALNUM36 = "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC2eF4hJ6"
+GHP = "ghp" + "_" + ALNUM36
+GITHUB_PAT = "github" + "_pat_" + "11ABCDEFG0123456789abc" + "_" + "x7" * 29 + "q"
+OPENAI = "sk" + "-proj-" + "Xy12" * 12
+ANTHROPIC = "sk" + "-ant-api03-" + "Ab9_" * 10
+STRIPE_LIVE = "sk" + "_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+STRIPE_RESTRICTED = "rk" + "_live_" + "51H8xYzAbCdEfGhIjKlMn0pQ"
+STRIPE_TEST = "sk" + "_test_" + "26PHem9AhJZvU623DfE1x4sd"
+AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
+AWS_TEMP_KEY = "ASIA" + "Q3EGRJ7XKZ4WNTPL"
+GOOGLE_API = "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
+GOOGLE_REFRESH = "1/" + "/0gdTvVd9hQ8kZCgYIARAAGBASNwF-L9IrXyZ1a2b3c4d5e6f7g8h9i0j"
+META = "EAA" + "BwzLixnjYBO" + "ZCZD" * 25
+TELEGRAM = "110201543" + ":" + "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"
+PIT = "pit" + "-6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"
+SLACK_BOT = "xoxb" + "-263594206564-2343594206574-FGqddMF8t3kC3Lxdv3Bb1cUk"
+SLACK_APP = "xapp" + "-1-A02ABCDEF12-3456789012345-0a1b2c3d4e5f"
+JWT = (
+    "eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    "." + "eyJ" + "zdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
+    "." + "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+BEARER = "Ab9xY3kLm2Qr7Tz" + "P5vW8nC1sD4fG6hJ"
+PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\nVJTUt9Us8cKjMzEfYyjiWA4R4/M2bS1+fWIcPm15A8vuZQ==\n"
+PEM = "-----BEGIN " + "RSA PRIVATE KEY-----\n" + PEM_BODY + "-----END RSA PRIVATE KEY-----"
+
+
+def _scrub(text: str) -> str:
+    return scrubber_builtin().scrub(text)
+
+
+# (text, expected) for every built-in family; the id names the secret kind.
+REDACTED_CASES = [
+    # 1. Bearer tokens: the token goes, the word stays.
+    pytest.param(
+        f"call with Bearer {BEARER} please", "call with Bearer [REDACTED] please", id="bearer"
+    ),
+    pytest.param(f"bearer {BEARER}=", "bearer [REDACTED]", id="bearer_lowercase_padded"),
+    # 2. OpenAI-style and Stripe keys.
+    pytest.param(f"key {OPENAI} here", "key [REDACTED] here", id="openai_project_key"),
+    pytest.param(f"use {ANTHROPIC}.", "use [REDACTED].", id="anthropic_key"),
+    pytest.param(f"stripe {STRIPE_LIVE} ok", "stripe [REDACTED] ok", id="stripe_live_key"),
+    pytest.param(f"rk {STRIPE_RESTRICTED} ok", "rk [REDACTED] ok", id="stripe_restricted_key"),
+    pytest.param(f"test {STRIPE_TEST} ok", "test [REDACTED] ok", id="stripe_test_key"),
+    # 3. GitHub tokens.
+    pytest.param(f"token {GHP} works", "token [REDACTED] works", id="github_classic_token"),
+    pytest.param(
+        f"app ghs_{ALNUM36} and gho_{ALNUM36}", "app [REDACTED] and [REDACTED]", id="github_app"
+    ),
+    pytest.param(f"pat {GITHUB_PAT} end", "pat [REDACTED] end", id="github_fine_grained_pat"),
+    # 4. AWS access key ids.
+    pytest.param(f"id {AWS_KEY} set", "id [REDACTED] set", id="aws_access_key_id"),
+    pytest.param(f"sts {AWS_TEMP_KEY}.", "sts [REDACTED].", id="aws_temporary_key_id"),
+    # 5. Google.
+    pytest.param(f"maps {GOOGLE_API} key", "maps [REDACTED] key", id="google_api_key"),
+    pytest.param(f"refresh {GOOGLE_REFRESH} x", "refresh [REDACTED] x", id="google_refresh"),
+    # 6. Meta.
+    pytest.param(f"fb {META} end", "fb [REDACTED] end", id="meta_token"),
+    # 7. Telegram, bare and inside the Bot API URL.
+    pytest.param(f"bot {TELEGRAM} up", "bot [REDACTED] up", id="telegram_token"),
+    pytest.param(
+        f"GET https://api.telegram.org/bot{TELEGRAM}/getMe",
+        "GET https://api.telegram.org/bot[REDACTED]/getMe",
+        id="telegram_token_in_url",
+    ),
+    # 8. pit- tokens.
+    pytest.param(f"use {PIT} now", "use [REDACTED] now", id="pit_token"),
+    # 9. Slack.
+    pytest.param(f"slack {SLACK_BOT} ok", "slack [REDACTED] ok", id="slack_bot_token"),
+    pytest.param(f"socket {SLACK_APP} ok", "socket [REDACTED] ok", id="slack_app_token"),
+    # 10. JWTs.
+    pytest.param(f"jwt {JWT} end", "jwt [REDACTED] end", id="jwt"),
+    # 11. PEM private keys, whole block; JSON-escaped; truncated (no END line).
+    pytest.param(f"key:\n{PEM}\nthanks", "key:\n[REDACTED]\nthanks", id="pem_block"),
+    pytest.param(
+        '{"pem": "' + PEM.replace("\n", "\\n") + '\\n", "id": 1}',
+        '{"pem": "[REDACTED]\\n", "id": 1}',
+        id="pem_in_json",
+    ),
+    pytest.param(
+        "-----BEGIN " + "OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n",
+        "[REDACTED]",
+        id="pem_truncated",
+    ),
+    pytest.param(
+        "-----BEGIN " + "RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n"
+        "DEK-Info: AES-128-CBC,0123ABCD\n\n" + PEM_BODY + "-----END RSA PRIVATE KEY-----\nok",
+        "[REDACTED]\nok",
+        id="pem_encrypted",
+    ),
+    # 12. Credentials inside URLs: scheme and host stay.
+    pytest.param(
+        "db postgres://app:s3cr3t@db.example.com:5432/app now",
+        "db postgres://[REDACTED]@db.example.com:5432/app now",
+        id="url_credentials",
+    ),
+    pytest.param(
+        "redis://:p@ss@cache:6379/0", "redis://[REDACTED]@cache:6379/0", id="url_password_with_at"
+    ),
+    # 13. Auth-bearing headers.
+    pytest.param("X-Api-Key: 9f8e7d6c5b4a", "X-Api-Key: [REDACTED]", id="x_api_key_header"),
+    pytest.param("x-auth-token: 9f8e7d6c5b4a", "x-auth-token: [REDACTED]", id="x_auth_token"),
+    pytest.param("Api-Key: 9f8e7d6c5b4a\nnext", "Api-Key: [REDACTED]\nnext", id="api_key_header"),
+    pytest.param(
+        "Proxy-Authorization: Basic dXNlcjpwYXNzd29yZA==",
+        "Proxy-Authorization: Basic [REDACTED]",
+        id="proxy_authorization_basic",
+    ),
+    pytest.param(
+        "Authorization: token 0123456789abcdef",
+        "Authorization: token [REDACTED]",
+        id="authorization_token_scheme",
+    ),
+    pytest.param(
+        'curl -H "X-Api-Key: 9f8e7d6c5b4a" https://api.example.com/v1?x=1',
+        'curl -H "X-Api-Key: [REDACTED]" https://api.example.com/v1?x=1',
+        id="header_in_curl",
+    ),
+    pytest.param(
+        '{"X-Api-Key": "9f8e7d6c5b4a", "Accept": "application/json"}',
+        '{"X-Api-Key": "[REDACTED]", "Accept": "application/json"}',
+        id="header_in_json",
+    ),
+    pytest.param(
+        "Cookie: sessionid=4f9a8b7c6d5e; csrftoken=a1b2c3 was sent",
+        "Cookie: [REDACTED] was sent",
+        id="cookie_header",
+    ),
+    pytest.param(
+        'Authorization: Digest username="bob", nonce="dcd98b7102dd", response="6629fae49393"',
+        "Authorization: Digest [REDACTED]",
+        id="authorization_digest",
+    ),
+    # 14. Provider variables, any case, quoted or not.
+    pytest.param(
+        "export ANTHROPIC_API_KEY=abc123xyz && run",
+        "export ANTHROPIC_API_KEY=[REDACTED] && run",
+        id="anthropic_env",
+    ),
+    pytest.param(
+        "OPENAI_API_KEY='two words'", "OPENAI_API_KEY='[REDACTED]'", id="openai_env_quoted"
+    ),
+    pytest.param(
+        'openai_api_key = "abc123"', 'openai_api_key = "[REDACTED]"', id="openai_lowercase_code"
+    ),
+    pytest.param("PGPASSWORD=hunter2 psql", "PGPASSWORD=[REDACTED] psql", id="pgpassword"),
+    # 15. Generic *_KEY / *_TOKEN / ... assignments: the name stays.
+    pytest.param("API_KEY=x9f3k2 rest", "API_KEY=[REDACTED] rest", id="generic_api_key"),
+    pytest.param("DB_PASSWORD: hunter2", "DB_PASSWORD: [REDACTED]", id="generic_password_yaml"),
+    pytest.param('MY_SECRET="a b c"', 'MY_SECRET="[REDACTED]"', id="generic_secret_quoted"),
+    pytest.param(
+        '{"WEBHOOK_TOKEN": "abc123"}', '{"WEBHOOK_TOKEN": "[REDACTED]"}', id="generic_token_json"
+    ),
+    pytest.param("GCP_CREDENTIALS=abc", "GCP_CREDENTIALS=[REDACTED]", id="generic_credentials"),
+    pytest.param("SVC_CREDENTIAL=abc", "SVC_CREDENTIAL=[REDACTED]", id="generic_credential"),
+    pytest.param("SSH_PRIVATE_KEY=abc", "SSH_PRIVATE_KEY=[REDACTED]", id="generic_private_key"),
+    # 16. Paths into credential directories.
+    pytest.param("cat ~/.ssh/id_ed25519 now", "cat [REDACTED] now", id="ssh_path"),
+    pytest.param("see ~/.aws/credentials.", "see [REDACTED].", id="aws_path"),
+    pytest.param("use .kube/config here", "use [REDACTED] here", id="kube_relative_path"),
+    pytest.param(
+        "/home/bob/.config/gcloud/application_default_credentials.json",
+        "[REDACTED]",
+        id="gcloud_path",
+    ),
+    pytest.param("(~/.gnupg/pubring.kbx)", "([REDACTED])", id="gnupg_path"),
+    pytest.param("scp host:~/.ssh/id_rsa .", "scp host:[REDACTED] .", id="ssh_path_after_host"),
+    pytest.param(r"C:\Users\bob\.ssh\id_rsa", "C:[REDACTED]", id="windows_ssh_path"),
+]
+
+
+# Text that resembles a secret but must be left exactly as it is.
+KEPT_CASES = [
+    pytest.param("the bearer of bad news", id="bearer_in_prose"),
+    pytest.param("Bearer abc123def456ghi", id="short_bearer_token"),
+    pytest.param("pip install sk-learn", id="short_sk_word"),
+    pytest.param("the task-0123456789abcdefghijklmn", id="sk_inside_a_word"),
+    pytest.param("sk_live_short and pk_live_0123456789abcdefgh", id="short_or_public_stripe"),
+    pytest.param("ghp_short and ghx_" + ALNUM36, id="github_near_miss"),
+    pytest.param("AKIA0123456789 and akia" + "iosfodnn7example", id="aws_near_miss"),
+    pytest.param("AKIA" + "IOSFODNN7EXAMPLEX", id="aws_too_long"),
+    pytest.param("AIza short and x = 1//2 and y = 1//n_items", id="google_near_miss"),
+    pytest.param("EAAS in a sentence, EAA0123456789", id="meta_near_miss"),
+    pytest.param("12345678:short and at 10:30:45", id="telegram_near_miss"),
+    pytest.param("pit-stop and cockpit-6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", id="pit_near_miss"),
+    pytest.param("xoxb-token and xoxo-hugs", id="slack_near_miss"),
+    pytest.param("header eyJhbGciOiJIUzI1NiJ9 only", id="jwt_header_only"),
+    pytest.param(
+        "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n"
+        "-----END PUBLIC KEY-----",
+        id="pem_public_key",
+    ),
+    pytest.param("-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----", id="cert"),
+    pytest.param("https://example.com:8443/path?email=a@b.example", id="url_without_userinfo"),
+    pytest.param("ssh://git@github.com/org/repo.git", id="url_user_without_password"),
+    pytest.param("X-Api-Key: short", id="short_header_value"),
+    pytest.param("Authorization: see section 8", id="authorization_in_prose"),
+    pytest.param("Content-Type: application/json", id="ordinary_header"),
+    pytest.param("OPENAI_API_KEY is not set", id="provider_name_without_value"),
+    pytest.param("OPENAI_API_KEY_PATH=/etc/openai", id="provider_name_prefix"),
+    pytest.param("MONKEY=banana", id="name_ending_in_key_without_underscore"),
+    pytest.param("primary_key=True, sort_key=len", id="lowercase_code_keyword"),
+    pytest.param("API_KEY_ID=12345", id="key_is_not_the_last_part"),
+    pytest.param("if API_KEY == other:", id="comparison_not_assignment"),
+    pytest.param("EMPTY_TOKEN=\nnext line", id="empty_value"),
+    pytest.param("the ~/.ssh directory", id="credential_dir_itself"),
+    pytest.param("~/.sshrc and foo.aws/bar and ~/.config/nvim/init.lua", id="path_near_miss"),
+    pytest.param("Plain text about keys, tokens and passwords.", id="prose"),
+]
+
+
+def test_marker_is_the_fixed_literal() -> None:
+    assert REDACTED == "[REDACTED]"
+
+
+@pytest.mark.parametrize(("text", "expected"), REDACTED_CASES)
+def test_builtin_secret_is_redacted(text: str, expected: str) -> None:
+    assert _scrub(text) == expected
+
+
+@pytest.mark.parametrize("text", KEPT_CASES)
+def test_near_miss_is_kept(text: str) -> None:
+    assert _scrub(text) == text
+
+
+@pytest.mark.parametrize(("text", "expected"), REDACTED_CASES)
+def test_scrubbing_is_idempotent(text: str, expected: str) -> None:
+    once = _scrub(text)
+    assert _scrub(once) == once
+
+
+def test_scrubbing_is_idempotent_on_shuffled_fragments() -> None:
+    """Halves of secrets and near misses, glued by separators that move boundaries."""
+    texts = [str(p.values[0]) for p in REDACTED_CASES] + [str(p.values[0]) for p in KEPT_CASES]
+    pieces = [
+        half for text in texts for half in (text, text[: len(text) // 2], text[len(text) // 2 :])
+    ]
+    glue = ["", " ", "\n", "=", ":", '"', "/", "x", "_", "-", ".", "@", REDACTED]
+    rng = random.Random(20240501)
+    for _ in range(2000):
+        text = "".join(rng.choice(pieces) + rng.choice(glue) for _ in range(rng.randint(1, 5)))
+        once = _scrub(text)
+        assert _scrub(once) == once, text
+
+
+def test_every_builtin_family_is_covered_by_a_case() -> None:
+    texts = [param.values[0] for param in REDACTED_CASES]
+    for pattern in BUILTIN_PATTERNS:
+        assert any(pattern.search(str(text)) for text in texts), pattern.pattern
+
+
+def test_mixed_message_is_scrubbed_once_and_stays_stable() -> None:
+    text = (
+        f"Deploy notes:\nAuthorization: Bearer {BEARER}\nGITHUB_TOKEN={GHP}\n"
+        f"DATABASE_URL=postgres://app:pw@db/app\n{PEM}\nkey at ~/.ssh/id_rsa, done."
+    )
+    once = _scrub(text)
+    assert once == (
+        "Deploy notes:\nAuthorization: Bearer [REDACTED]\nGITHUB_TOKEN=[REDACTED]\n"
+        "DATABASE_URL=postgres://[REDACTED]@db/app\n[REDACTED]\nkey at [REDACTED], done."
+    )
+    assert _scrub(once) == once
+
+
+def test_existing_marker_is_not_mangled_by_a_pattern_matching_inside_it() -> None:
+    scrubber = Scrubber((re.compile(r"[A-Z]{4}"),))
+    assert scrubber.scrub("ABCD and [REDACTED]") == "[REDACTED] and [REDACTED]"
+
+
+def test_match_cutting_into_a_marker_is_ignored() -> None:
+    scrubber = Scrubber((re.compile(r"ED\]-tail"),))
+    assert scrubber.scrub("x [REDACTED]-tail y") == "x [REDACTED]-tail y"
+
+
+def test_value_holding_an_earlier_redaction_is_redacted_whole() -> None:
+    assert _scrub(f"DB_PASSWORD=hunter2@{OPENAI}") == "DB_PASSWORD=[REDACTED]"
+
+
+def test_operator_pattern_that_reads_marker_letters_stays_idempotent() -> None:
+    scrubber = Scrubber((*BUILTIN_PATTERNS, re.compile(r"ACTED\]\s*\w")))
+    once = scrubber.scrub(f"token {GHP} and more")
+    assert once == "token [REDACTED] and more"
+    assert scrubber.scrub(once) == once
+
+
+def test_prefilter_never_skips_a_pattern_that_would_match() -> None:
+    texts = [str(param.values[0]) for param in REDACTED_CASES]
+    for pattern, gate in PREFILTERS.items():
+        for text in texts:
+            if pattern.search(text):
+                assert gate.search(text), (gate.pattern, text)
+
+
+def test_every_provider_variable_passes_its_prefilter() -> None:
+    gate = PREFILTERS[PROVIDER_ENV_ASSIGNMENT]
+    names = re.search(r"\(\?:([A-Z_|]+)\)", PROVIDER_ENV_ASSIGNMENT.pattern)
+    assert names is not None
+    for name in names.group(1).split("|"):
+        assert PROVIDER_ENV_ASSIGNMENT.search(f"{name}=value"), name
+        assert gate.search(name), name
+
+
+def _adversarial_inputs(size: int = 100_000) -> list[str]:
+    def repeat(unit: str) -> str:
+        return (unit * (size // len(unit) + 1))[:size]
+
+    units = [
+        "a", "A_", "1", ":", '"', "@", " ", "\\", "-----BEGIN RSA PRIVATE KEY-----",
+        "-----BEGIN PRIVATE KEY-----\nMIIE ", "ab+c.", "a://b:", "authorization:",
+        "'authorization: '", "cookie: a ", "Bearer ", "eyJ", "eyJaaaaaaaaaa.", "sk-",
+        "ghp_", "a/", "x/.ssh/", "./", "A_KEY=", 'A_KEY="', "1//", "12345678:",
+        "bot12345678:", "[REDACTED]", "[REDACTED]x", "OPENAI_API_KEY", "x-api-key",
+    ]  # fmt: skip
+    texts = [repeat(unit) for unit in units]
+    texts += ["authorization: x" + " " * size, "bearer" + " " * size, "x://a:" + "@" * size]
+    return texts
+
+
+def test_adversarial_inputs_finish() -> None:
+    # No timing assertion: a catastrophic pattern would hang this test instead.
+    for text in _adversarial_inputs():
+        assert isinstance(_scrub(text), str)
+
+
+# --- Scrub, then cap -------------------------------------------------------------------
+
+
+def test_secret_straddling_the_cap_leaves_no_fragment() -> None:
+    body = "a" * 7990 + " " + GHP
+    capped = text_cap(_scrub(body), 8000, "message body")
+    assert capped.startswith("a" * 7990 + " [REDACTE")
+    assert capped.endswith("\n[message body truncated; 1 chars omitted]")
+    for size in range(4, len(GHP) + 1):
+        assert GHP[:size] not in capped
+
+
+def test_cap_before_scrub_would_leak_a_token_prefix() -> None:
+    body = "a" * 7990 + " " + GHP
+    wrong_order = _scrub(text_cap(body, 8000, "message body"))
+    assert GHP[:9] in wrong_order
+
+
+# --- text_cap ---------------------------------------------------------------------------
+
+
+def test_long_text_is_cut_with_a_marker_counting_omitted_chars() -> None:
+    assert text_cap("abcdefghij", 4, "message body") == (
+        "abcd\n[message body truncated; 6 chars omitted]"
+    )
+
+
+def test_text_of_exactly_the_limit_is_unchanged() -> None:
+    assert text_cap("x" * 200, 200, "message subject") == "x" * 200
+
+
+def test_short_text_is_unchanged() -> None:
+    assert text_cap("hi", 8000, "message body") == "hi"
+
+
+def test_cap_counts_characters_not_bytes() -> None:
+    text = "é" * 5 + "🙂" * 5
+    assert text_cap(text, 6, "message subject") == (
+        "ééééé🙂\n[message subject truncated; 4 chars omitted]"
+    )
+    assert text_cap(text, 10, "message subject") == text
+
+
+def test_negative_cap_is_rejected() -> None:
+    with pytest.raises(ValueError, match="negative"):
+        text_cap("abc", -1, "message body")
+
+
+# --- [sanitize] configuration -----------------------------------------------------------
+
+
+def _configure(settings: SettingsWrapper, tmp_path: Path, toml: str) -> None:
+    path = tmp_path / "ai-memory.toml"
+    path.write_text(toml, encoding="utf-8")
+    settings.AI_MEMORY_CONFIG = str(path)
+
+
+def test_no_config_means_builtin_patterns(settings: SettingsWrapper) -> None:
+    settings.AI_MEMORY_CONFIG = ""
+    assert scrubber_configured() is scrubber_builtin()
+
+
+def test_extra_pattern_is_redacted(settings: SettingsWrapper, tmp_path: Path) -> None:
+    _configure(settings, tmp_path, '[sanitize]\nextra_patterns = ["ACME-[0-9]{6}"]\n')
+    scrubber = scrubber_configured()
+    assert scrubber.scrub("ticket ACME-123456 and ACME-12") == "ticket [REDACTED] and ACME-12"
+    assert scrubber.scrub(f"id {AWS_KEY}") == "id [REDACTED]"
+
+
+def test_extra_pattern_secret_group_redacts_only_that_group(
+    settings: SettingsWrapper, tmp_path: Path
+) -> None:
+    _configure(settings, tmp_path, "[sanitize]\nextra_patterns = ['pin=(?P<secret>\\d{4})']\n")
+    assert scrubber_configured().scrub("pin=1234") == "pin=[REDACTED]"
+
+
+def test_allowlisted_match_is_kept(settings: SettingsWrapper, tmp_path: Path) -> None:
+    demo = "sk" + "-test-public-demo-key-000000"
+    _configure(settings, tmp_path, f'[sanitize]\nallowlist = ["{demo}"]\n')
+    scrubber = scrubber_configured()
+    assert scrubber.scrub(f"demo {demo}, real {OPENAI}") == f"demo {demo}, real [REDACTED]"
+    assert scrubber.scrub(f"OPENAI_API_KEY={demo}") == f"OPENAI_API_KEY={demo}"
+    assert scrubber_builtin().scrub(f"demo {demo}") == "demo [REDACTED]"
+
+
+def test_allowlist_compares_exact_strings_not_regexes(
+    settings: SettingsWrapper, tmp_path: Path
+) -> None:
+    _configure(settings, tmp_path, '[sanitize]\nallowlist = [".*", "ghp_"]\n')
+    assert scrubber_configured().scrub(f"t {GHP}") == "t [REDACTED]"
+
+
+def test_configured_scrubber_is_built_once(settings: SettingsWrapper, tmp_path: Path) -> None:
+    _configure(settings, tmp_path, '[sanitize]\nextra_patterns = ["ACME-[0-9]{6}"]\n')
+    assert scrubber_configured() is scrubber_configured()
+
+
+def test_other_tables_in_the_config_are_ignored(settings: SettingsWrapper, tmp_path: Path) -> None:
+    _configure(settings, tmp_path, '[[admission_webhooks]]\nurl = "http://x"\n')
+    assert scrubber_configured().scrub(f"t {GHP}") == "t [REDACTED]"
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        pytest.param(
+            '[sanitize]\nextra_patterns = ["ACME-[0-9"]\n',
+            r"extra_patterns\[0\] 'ACME-\[0-9' is not a valid regular expression",
+            id="bad_regex",
+        ),
+        pytest.param("[sanitize\nextra_patterns = 1\n", "not valid TOML", id="bad_toml"),
+        pytest.param(
+            '[sanitize]\nallow_list = ["x"]\n', "unknown key.*allow_list", id="misspelt_key"
+        ),
+        pytest.param(
+            '[sanitize]\nextra_patterns = "ACME"\n',
+            "extra_patterns must be a list of strings",
+            id="pattern_not_a_list",
+        ),
+        pytest.param(
+            "[sanitize]\nallowlist = [1]\n", "allowlist must be a list of strings", id="bad_entry"
+        ),
+        pytest.param('[sanitize]\nextra_patterns = [""]\n', "is empty", id="empty_pattern"),
+        pytest.param('sanitize = "on"\n', r"\[sanitize\] must be a table", id="not_a_table"),
+    ],
+)
+def test_bad_config_fails_loudly(
+    settings: SettingsWrapper, tmp_path: Path, toml: str, message: str
+) -> None:
+    _configure(settings, tmp_path, toml)
+    with pytest.raises(ImproperlyConfigured, match=message):
+        scrubber_configured()
+
+
+def test_missing_config_file_fails_loudly(settings: SettingsWrapper, tmp_path: Path) -> None:
+    settings.AI_MEMORY_CONFIG = str(tmp_path / "absent.toml")
+    with pytest.raises(ImproperlyConfigured, match="cannot read the file"):
+        scrubber_configured()
