@@ -1,0 +1,133 @@
+"""A small JSON client for the ai-memory API, on the standard library only.
+
+Every failure becomes a ``ClientError`` whose message is one line a person can act on:
+the commands print it to stderr and exit 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from http.client import HTTPException
+from typing import Any
+
+from aimemory_site.cli.errors import CliError
+
+DEFAULT_SERVER_URL = "http://127.0.0.1:8000"
+SERVER_URL_ENV = "AI_MEMORY_SERVER_URL"
+AUTH_TOKEN_ENV = "AI_MEMORY_AUTH_TOKEN"
+# Long enough for a busy server, short enough that a stuck one does not hang a shell.
+DEFAULT_TIMEOUT_SECONDS = 30.0
+# Error bodies that are not the API's JSON (a proxy's HTML page) are cut to this.
+MAX_RAW_DETAIL_CHARS = 200
+
+
+class ClientError(CliError):
+    """A request that did not produce a usable answer."""
+
+
+def server_url_from(environ: Mapping[str, str]) -> str:
+    return (environ.get(SERVER_URL_ENV, "").strip() or DEFAULT_SERVER_URL).rstrip("/")
+
+
+def auth_token_from(environ: Mapping[str, str]) -> str:
+    return environ.get(AUTH_TOKEN_ENV, "").strip()
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _error_detail(raw: bytes, reason: str) -> str:
+    """The server's ``detail`` when the body is the API's error JSON, else the raw text."""
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("detail"), str):
+        return _one_line(parsed["detail"])
+    return _one_line(text)[:MAX_RAW_DETAIL_CHARS] or reason
+
+
+@dataclass(frozen=True)
+class ApiClient:
+    base_url: str
+    token: str = ""
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+
+    @classmethod
+    def from_environment(
+        cls,
+        environ: Mapping[str, str] = os.environ,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> ApiClient:
+        return cls(server_url_from(environ), auth_token_from(environ), timeout_seconds)
+
+    def get(self, path: str, query: Mapping[str, str | int]) -> dict[str, Any]:
+        return self.request("GET", path, query=query)
+
+    def post(self, path: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+        return self.request("POST", path, payload=payload)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str | int] | None = None,
+        payload: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Send one request and return the JSON object the server answered."""
+        self._check_base_url()
+        url = self.base_url + path
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        headers = {"Accept": "application/json"}
+        data = None
+        if payload is not None:
+            data = json.dumps(payload).encode()
+            headers["Content-Type"] = "application/json"
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        request = urllib.request.Request(url, data=data, headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            detail = _error_detail(exc.read(), exc.reason)
+            raise ClientError(f"{method} {path}: server returned {exc.code}: {detail}") from exc
+        except urllib.error.URLError as exc:
+            raise self._unreachable(exc.reason) from exc
+        except (TimeoutError, ConnectionError, HTTPException) as exc:
+            raise self._unreachable(exc) from exc
+        try:
+            answer = json.loads(raw)
+        except ValueError as exc:
+            raise ClientError(f"{method} {path}: server answered with invalid JSON") from exc
+        if not isinstance(answer, dict):
+            raise ClientError(f"{method} {path}: server answered with unexpected JSON")
+        return answer
+
+    def _check_base_url(self) -> None:
+        try:
+            parts = urllib.parse.urlsplit(self.base_url)
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            valid = False
+        if not valid:
+            raise ClientError(
+                f"invalid {SERVER_URL_ENV} {self.base_url!r}: expected http(s)://HOST[:PORT]"
+            )
+
+    def _unreachable(self, reason: object) -> ClientError:
+        if isinstance(reason, OSError) and reason.strerror:
+            text = reason.strerror
+        else:
+            text = _one_line(str(reason)) or type(reason).__name__
+        return ClientError(f"cannot reach ai-memory server at {self.base_url}: {text}")

@@ -1,0 +1,167 @@
+"""``ai-memory hook session-start``: registers the session, prints the on-start block, and
+never stands in the way of an agent's start."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from pytest_django.live_server_helper import LiveServer
+
+from aimemory_site.cli.hook import detect_agent, session_payload
+from projects.models import AgentSession, Project
+
+RunCli = Callable[..., subprocess.CompletedProcess[str]]
+MakeRepo = Callable[[str], Path]
+
+CLAUDE_TRANSCRIPT = "/home/dev/.claude/projects/-src-project-a/5f1c.jsonl"
+CODEX_TRANSCRIPT = "/home/dev/.codex/sessions/2026/03/01/rollout-5f1c.jsonl"
+
+
+def hook_input(session_id: str, cwd: Path, transcript_path: str | None = None) -> str:
+    """The JSON a harness writes to the hook's stdin (Claude Code's and Codex's shape)."""
+    return json.dumps(
+        {
+            "session_id": session_id,
+            "cwd": str(cwd),
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+            "transcript_path": transcript_path,
+        }
+    )
+
+
+@pytest.fixture
+def cli(make_cli: Callable[[str], RunCli], live_server: LiveServer) -> RunCli:
+    return make_cli(live_server.url)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_hook_registers_the_project_of_the_hook_cwd(
+    cli: RunCli, make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    repo = make_repo("project-a")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    result = cli(
+        "hook", "session-start", cwd=elsewhere, stdin=hook_input("s-1", repo, CLAUDE_TRANSCRIPT)
+    )
+
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    session = AgentSession.objects.select_related("project__workspace").get(session_id="s-1")
+    assert (session.project.workspace.name, session.project.name) == ("default", "project-a")
+    assert session.agent == "claude"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_hook_prints_the_inbox_notice_when_mail_waits(cli: RunCli, make_repo: MakeRepo) -> None:
+    repo_a, repo_b = make_repo("project-a"), make_repo("project-b")
+    cli("hook", "session-start", cwd=repo_a, stdin=hook_input("a-1", repo_a))
+    cli("hook", "session-start", cwd=repo_b, stdin=hook_input("b-1", repo_b))
+    sent = cli(
+        "message", "send", "--to-workspace", "default", "--to-project", "project-b",
+        "Secret-free request body.",
+        cwd=repo_a,
+    )  # fmt: skip
+    assert sent.returncode == 0, sent.stderr
+
+    result = cli("hook", "session-start", cwd=repo_b, stdin=hook_input("b-2", repo_b))
+
+    assert result.returncode == 0
+    assert result.stdout.startswith(
+        "📬 ai-memory: 1 cross-project message waiting in the default/project-b inbox."
+    )
+    assert result.stdout.endswith("\n")
+    assert "Secret-free request body." not in result.stdout
+
+
+@pytest.mark.django_db(transaction=True)
+def test_hook_follows_the_marker_without_saying_so(cli: RunCli, make_repo: MakeRepo) -> None:
+    repo = make_repo("project-a")
+    (repo / ".ai-memory.toml").write_text('workspace = "acme"\nproject = "billing"\n')
+
+    result = cli("hook", "session-start", cwd=repo, stdin=hook_input("s-1", repo))
+
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert Project.objects.filter(workspace__name="acme", name="billing").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]"], ids=["empty", "garbage", "list"])
+def test_hook_without_usable_input_registers_the_working_directory(
+    cli: RunCli, make_repo: MakeRepo, stdin: str
+) -> None:
+    repo = make_repo("project-a")
+
+    result = cli("hook", "session-start", cwd=repo, stdin=stdin)
+
+    assert result.returncode == 0
+    session = AgentSession.objects.select_related("project").get()
+    assert session.project.name == "project-a"
+    assert session.session_id.startswith("cli-")
+    assert session.agent == "other"
+
+
+def test_hook_is_silent_and_exits_0_when_the_server_is_unreachable(
+    offline_cli: RunCli, make_repo: MakeRepo
+) -> None:
+    repo = make_repo("project-a")
+
+    result = offline_cli("hook", "session-start", cwd=repo, stdin=hook_input("s-1", repo))
+
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_hook_is_silent_and_exits_0_when_the_server_refuses(
+    cli: RunCli, make_repo: MakeRepo, auth_on: str
+) -> None:
+    repo = make_repo("project-a")
+
+    result = cli("hook", "session-start", cwd=repo, stdin=hook_input("s-1", repo))
+
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert not AgentSession.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("transcript_path", "environ", "agent"),
+    [
+        (CLAUDE_TRANSCRIPT, {}, "claude"),
+        (CODEX_TRANSCRIPT, {}, "codex"),
+        ("C:\\Users\\dev\\.codex\\sessions\\rollout.jsonl", {}, "codex"),
+        (None, {"CLAUDE_PROJECT_DIR": "/src/project-a"}, "claude"),
+        (None, {}, "other"),
+    ],
+    ids=["claude", "codex", "codex-windows", "claude-env", "unknown"],
+)
+def test_hook_tells_the_harness_from_its_input(
+    transcript_path: str | None, environ: dict[str, str], agent: str
+) -> None:
+    assert detect_agent({"transcript_path": transcript_path}, environ) == agent
+
+
+def test_agent_flag_overrides_detection(tmp_path: Path) -> None:
+    payload = session_payload(
+        {"cwd": str(tmp_path), "transcript_path": CLAUDE_TRANSCRIPT}, {}, "kimi"
+    )
+
+    assert payload["agent"] == "kimi"
+
+
+@pytest.mark.parametrize(("opt_in", "expected"), [(True, True), (False, None)])
+def test_hook_asks_for_the_brief_only_when_the_marker_opts_in(
+    tmp_path: Path, opt_in: bool, expected: bool | None
+) -> None:
+    briefing = "true" if opt_in else "false"
+    (tmp_path / ".ai-memory.toml").write_text(
+        f'project = "p"\n[briefing]\ninject_on_session_start = {briefing}\n'
+    )
+
+    payload = session_payload({"session_id": "s", "cwd": str(tmp_path)}, {}, None)
+
+    assert payload.get("inject_brief") is expected
