@@ -5,7 +5,7 @@ replaced by the literal ``[REDACTED]``; only then is the text capped (``text_cap
 secret cut at the cap boundary can never survive as a fragment.
 
 The sixteen built-in pattern families follow ``research/ai-memory-behaviour.md``
-section 4. Operators add more under ``[sanitize]`` in the TOML file named by the
+section 4, plus a seventeenth for this server's own ``aim_`` token keys. Operators add more under ``[sanitize]`` in the TOML file named by the
 ``AI_MEMORY_CONFIG`` setting::
 
     [sanitize]
@@ -49,7 +49,7 @@ _SECRET_GROUP = "secret"
 # One redaction can give an earlier pattern a boundary it lacked (a marker where a
 # letter was), so passes repeat until nothing changes. Each repeat removes at least one
 # non-marker character, so this always converges; the bound only caps the work an
-# adversarial text or pattern could force; real texts settle after the second pass.
+# adversarial text or pattern could force. Real texts settle within two or three passes.
 _MAX_PASSES = 4
 
 # --- Built-in patterns ----------------------------------------------------------------
@@ -121,6 +121,10 @@ PIT_TOKEN = re.compile(
 # a bare "xoxb-token" placeholder.
 SLACK_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])(?:xox[abprs]|xapp)-[A-Za-z0-9-]{10,}+")
 
+# 17. This server's own API token keys: "aim_" and 43 URL-safe characters. A key
+# pasted into a message would hand the recipient the sender's access.
+AI_MEMORY_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])aim_[A-Za-z0-9_-]{32,}+")
+
 # 1. "Bearer <token>": RFC 6750 token characters; 16+ keeps prose ("the bearer of
 # bad news") and placeholders, while real tokens are far longer. The word stays.
 BEARER_TOKEN = re.compile(
@@ -141,6 +145,8 @@ URL_CREDENTIALS = re.compile(
 # plus any further space-separated "name=value" parts (Cookie, Digest, AWS SigV4), so
 # prose such as "Authorization: see section 8" loses one word at most. Inside quotes
 # the value stops at the closing quote; bare, a double quote is part of it (Digest).
+# "Private-Token" is GitLab's header. Allowing "_" for "-" also catches lower-case
+# config keys such as "api_key:", "access_token:" or "private_key:" in YAML and JSON.
 _HEADER_NAMES = (
     r"(?:proxy-)?authorization"
     r"|(?:x-)?(?:api|auth|access|session|vault|amz-security|goog-api|private)[-_]?(?:key|token)"
@@ -254,6 +260,7 @@ BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
     TELEGRAM_BOT_TOKEN,
     PIT_TOKEN,
     SLACK_TOKEN,
+    AI_MEMORY_TOKEN,
     BEARER_TOKEN,
     URL_CREDENTIALS,
     AUTH_HEADER,
@@ -264,7 +271,7 @@ BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
 
 # Fast gates: a literal that every match of the pattern contains, found by a search that
 # runs far faster than the pattern itself, so the common message with no secret costs a
-# few substring scans instead of sixteen full regex passes. A gate uses the pattern's own
+# few substring scans instead of seventeen full regex passes. A gate uses the pattern's own
 # case flags, so it agrees with the pattern on what counts as the same letter.
 # Patterns without a useful literal (Telegram's is ":") have no gate and always run.
 PREFILTERS: dict[re.Pattern[str], re.Pattern[str]] = {
@@ -277,6 +284,7 @@ PREFILTERS: dict[re.Pattern[str], re.Pattern[str]] = {
     META_TOKEN: re.compile(r"EAA"),
     PIT_TOKEN: re.compile(r"pit-"),
     SLACK_TOKEN: re.compile(r"xox|xapp-"),
+    AI_MEMORY_TOKEN: re.compile(r"aim_"),
     BEARER_TOKEN: re.compile(r"bearer", re.IGNORECASE),
     URL_CREDENTIALS: re.compile(r"://"),
     AUTH_HEADER: re.compile(r"authorization|key|token|cookie", re.IGNORECASE),
@@ -442,4 +450,9 @@ def text_cap(text: str, limit: int, label: str) -> str:
     omitted = len(text) - limit
     if omitted <= 0:
         return text
-    return f"{text[:limit]}\n[{label} truncated; {omitted} chars omitted]"
+    return text[:limit] + truncation_marker(label, omitted)
+
+
+def truncation_marker(label: str, omitted: int) -> str:
+    """The line appended to a capped text: ``\n[{label} truncated; {n} chars omitted]``."""
+    return f"\n[{label} truncated; {omitted} chars omitted]"

@@ -92,6 +92,22 @@ def test_secret_straddling_the_cap_does_not_survive_in_part(
     assert "Z9y8" not in message.body
 
 
+def test_a_huge_body_is_capped_with_the_true_count(project_a: Project, project_b: Project) -> None:
+    body = "x" * 500_000
+    message = send(body)
+    assert message.body == "x" * 8000 + "\n[message body truncated; 492000 chars omitted]"
+
+
+def test_a_huge_body_never_keeps_unscrubbed_text(project_a: Project, project_b: Project) -> None:
+    """Redactions shrink the scrubbed window below the cap: nothing past it is kept raw."""
+    token = "ghp_" + "Q1w2E3r4T5" * 4
+    message = send((token + " ") * 3000 + token + " " + "y" * 100_000)
+    assert "ghp_" not in message.body
+    assert "Q1w2" not in message.body
+    assert "y" not in message.body.split("\n[message body truncated")[0]
+    assert message.body.endswith(" chars omitted]")
+
+
 def test_full_inbox_rejects_the_next_send_until_one_is_popped(
     project_a: Project, project_b: Project
 ) -> None:

@@ -41,6 +41,7 @@ META = "EAA" + "BwzLixnjYBO" + "ZCZD" * 25
 TELEGRAM = "110201543" + ":" + "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"
 PIT = "pit" + "-6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"
 SLACK_BOT = "xoxb" + "-263594206564-2343594206574-FGqddMF8t3kC3Lxdv3Bb1cUk"
+AI_MEMORY_KEY = "aim" + "_Zk3v9QpX2mL7rT1yB8nC4dF6gH0jK5sW9eR2tY7uI1o"
 SLACK_APP = "xapp" + "-1-A02ABCDEF12-3456789012345-0a1b2c3d4e5f"
 JWT = (
     "eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
@@ -95,6 +96,7 @@ REDACTED_CASES = [
     # 9. Slack.
     pytest.param(f"slack {SLACK_BOT} ok", "slack [REDACTED] ok", id="slack_bot_token"),
     pytest.param(f"socket {SLACK_APP} ok", "socket [REDACTED] ok", id="slack_app_token"),
+    pytest.param(f"my key {AI_MEMORY_KEY}.", "my key [REDACTED].", id="ai_memory_token"),
     # 10. JWTs.
     pytest.param(f"jwt {JWT} end", "jwt [REDACTED] end", id="jwt"),
     # 11. PEM private keys, whole block; JSON-escaped; truncated (no END line).
@@ -211,6 +213,7 @@ KEPT_CASES = [
     pytest.param("12345678:short and at 10:30:45", id="telegram_near_miss"),
     pytest.param("pit-stop and cockpit-6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", id="pit_near_miss"),
     pytest.param("xoxb-token and xoxo-hugs", id="slack_near_miss"),
+    pytest.param("claim_to_fame and aim_high_goals", id="ai_memory_token_near_miss"),
     pytest.param("header eyJhbGciOiJIUzI1NiJ9 only", id="jwt_header_only"),
     pytest.param(
         "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n"
