@@ -1,0 +1,23 @@
+"""System checks: a broken ``[sanitize]`` config stops the server at start, not at a send."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.checks import CheckMessage, Error, register
+from django.core.exceptions import ImproperlyConfigured
+
+from messaging.scrubbing import scrubber_configured
+
+
+@register()
+def sanitize_config_check(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    try:
+        scrubber_configured()
+    except ImproperlyConfigured as exc:
+        return [
+            Error(
+                str(exc), hint="Fix the [sanitize] table of AI_MEMORY_CONFIG.", id="messaging.E001"
+            )
+        ]
+    return []

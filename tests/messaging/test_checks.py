@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_django.fixtures import Settings as SettingsWrapper
+
+from messaging.checks import sanitize_config_check
+
+
+def test_a_bad_sanitize_config_fails_the_system_check(
+    settings: SettingsWrapper, tmp_path: Path
+) -> None:
+    config = tmp_path / "ai-memory.toml"
+    config.write_text('[sanitize]\nextra_patterns = ["(unclosed"]\n')
+    settings.AI_MEMORY_CONFIG = str(config)
+    [error] = sanitize_config_check()
+    assert error.id == "messaging.E001"
+    assert str(config) in error.msg
+
+
+def test_a_good_sanitize_config_passes(settings: SettingsWrapper, tmp_path: Path) -> None:
+    config = tmp_path / "ai-memory.toml"
+    config.write_text('[sanitize]\nextra_patterns = ["ACME-[0-9]{6}"]\n')
+    settings.AI_MEMORY_CONFIG = str(config)
+    assert sanitize_config_check() == []
