@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "projects",
     "messaging",
+    "webui",
 ]
 
 MIDDLEWARE = [
@@ -124,7 +125,9 @@ TEMPLATES = [
 
 def _database() -> dict[str, Any]:
     url = env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'ai-memory.sqlite3'}")
-    db: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=0))
+    # Persistent connections: opening one (and, on SQLite, its PRAGMAs) per request
+    # costs more than most requests themselves.
+    db: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=60))
     if db["ENGINE"] == "django.db.backends.sqlite3":
         db["OPTIONS"] = {
             # BEGIN IMMEDIATE takes the write lock up front, so a read-then-write
@@ -137,8 +140,7 @@ def _database() -> dict[str, Any]:
         # A file, not Django's in-memory default: live-server tests need every
         # request thread on its own connection to exercise real concurrency.
         db["TEST"] = {"NAME": str(DATA_DIR / "test-ai-memory.sqlite3")}
-    elif db["ENGINE"] == "django.db.backends.postgresql":
-        db["CONN_HEALTH_CHECKS"] = True
+    db["CONN_HEALTH_CHECKS"] = True
     return db
 
 

@@ -132,9 +132,7 @@ def message_send(
             summary="message received",
             counterpart=sender,
         )
-    return Message.objects.select_related("to_project__workspace", "from_project__workspace").get(
-        pk=message.pk
-    )
+    return message  # its to_project and from_project carry their workspaces already
 
 
 def message_pop(
@@ -177,9 +175,10 @@ def message_pop(
                 claimed_by_user=principal.owner_name or "",
             )
             if won == 1:
-                claimed = Message.objects.select_related(
-                    "to_project__workspace", "from_project__workspace"
-                ).get(pk=candidate)
+                claimed = Message.objects.select_related("from_project__workspace").get(
+                    pk=candidate
+                )
+                claimed.to_project = inbox  # already loaded, with its workspace
                 activity_record(
                     project=inbox,
                     kind=Activity.Kind.MESSAGE_CLAIMED,

@@ -124,13 +124,12 @@ def project_check(principal: Principal, project: Project, *, need: Level) -> Non
 
 def project_access(principal: Principal, workspace: str, project: str, *, need: Level) -> Project:
     """Return the named project if ``principal`` holds ``need`` on it; never creates it."""
-    found = (
-        Project.objects.select_related("workspace")
-        .filter(workspace__name=workspace, name=project)
-        .first()
-    )
-    if found is None:
-        raise project_not_found(workspace, project)
+    try:
+        found = Project.objects.select_related("workspace").get(
+            workspace__name=workspace, name=project
+        )
+    except Project.DoesNotExist:
+        raise project_not_found(workspace, project) from None
     project_check(principal, found, need=need)
     return found
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -9,9 +10,15 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from aimemory_site.cli.serve import is_loopback
 
@@ -26,12 +33,31 @@ def _free_port() -> int:
 def _serve(data_dir: Path, *args: str, **env: str) -> subprocess.Popen[bytes]:
     full_env = {**os.environ, "AI_MEMORY_DATA_DIR": str(data_dir), **env}
     full_env.pop("AI_MEMORY_ROOT_TOKEN", None)
+    if "DATABASE_URL" not in env:
+        full_env.pop("DATABASE_URL", None)  # the default: SQLite under the data dir
     return subprocess.Popen(
         [sys.executable, "-m", "aimemory_site.cli.main", "serve", *args],
         env=full_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
+
+
+@contextmanager
+def _fresh_postgres_database() -> Iterator[str]:
+    """A new, empty database on the PostgreSQL server of DATABASE_URL; dropped after."""
+    url = urlsplit(os.environ["DATABASE_URL"])
+    name = f"aimemory_serve_{uuid.uuid4().hex[:12]}"
+    admin_url = urlunsplit(url._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield urlunsplit(url._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 60) -> int:
@@ -56,11 +82,31 @@ def test_serve_answers_healthz_from_a_fresh_data_dir(tmp_path: Path) -> None:
     proc = _serve(tmp_path / "data", "--bind", f"127.0.0.1:{port}")
     try:
         assert _wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
-        if "DATABASE_URL" not in os.environ:
-            assert (tmp_path / "data" / "ai-memory.sqlite3").exists()
+        assert (tmp_path / "data" / "ai-memory.sqlite3").exists()
+        assert (tmp_path / "data" / "static" / "admin").is_dir()  # static files collected
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        output = proc.communicate(timeout=30)[0].decode()
+    assert output.count("Booting worker") == 1  # SQLite: one process, with threads
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+    reason="runs when the suite runs on PostgreSQL (DATABASE_URL=postgres://...)",
+)
+def test_serve_on_postgresql_runs_several_workers(tmp_path: Path) -> None:
+    port = _free_port()
+    with _fresh_postgres_database() as database_url:
+        proc = _serve(tmp_path / "data", "--bind", f"127.0.0.1:{port}", DATABASE_URL=database_url)
+        try:
+            assert _wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz") as response:
+                assert json.load(response)["database"] == "postgresql"
+        finally:
+            proc.terminate()
+            output = proc.communicate(timeout=30)[0].decode()
+    assert output.count("Booting worker") > 1
 
 
 @pytest.mark.slow
