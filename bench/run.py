@@ -85,7 +85,7 @@ def _time(client: httpx.Client, name: str, count: int, call: Callable[[int], Non
     return Timing(name, seconds)
 
 
-def _throughput(base_url: str, count: int, call: Callable[[httpx.Client, int], None]) -> float:
+def _throughput(base_url: str, count: int, call: Callable[[httpx.Client, int], object]) -> float:
     """Requests per second with THREADS clients released together."""
     barrier = threading.Barrier(THREADS + 1)
     per_thread = count // THREADS
