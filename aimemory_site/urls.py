@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from aimemory_site.api import api, hooks_api
 from aimemory_site.views import healthz
@@ -7,7 +8,9 @@ from aimemory_site.views import healthz
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("api/v1/", api.urls),
+    path("", RedirectView.as_view(url="/web/"), name="root"),
     path("", hooks_api.urls),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("webui.urls")),
 ]

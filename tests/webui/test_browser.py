@@ -1,0 +1,182 @@
+"""The pages in a real browser: Debian's Chromium driven by Playwright against a live server.
+
+Saves light and dark screenshots under ``test-artifacts/`` (git-ignored) for a human look.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+from pytest_django.live_server_helper import LiveServer
+
+from tests.conftest import Persona, make_project
+from tests.webui.conftest import deliver
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+TOOLTIP = "Messages from other projects waiting for an agent here"
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="Debian Chromium is not installed at /usr/bin/chromium (apt-get install chromium)",
+    ),
+]
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    """Chromium, headless. Request it after the fixtures that write test data: while
+    Playwright's sync API runs, its event loop makes Django refuse the ORM in this thread."""
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+    # Chromium keeps its connections alive, and a live-server request thread closes its
+    # (persistent) database connection only when its socket closes. Wait for those threads,
+    # or PostgreSQL refuses to drop the test database because they are still connected.
+    for thread in threading.enumerate():
+        if thread.name.endswith("(process_request_thread)"):
+            thread.join(timeout=10)
+
+
+@pytest.fixture
+def mail(db: None) -> None:
+    """Seven requests waiting in default/web-api, one in tools/docs-site, none elsewhere."""
+    for workspace, project in [
+        ("default", "web-api"),
+        ("default", "mobile-app"),
+        ("default", "billing"),
+        ("tools", "docs-site"),
+        ("tools", "release-bot"),
+    ]:
+        make_project(None, workspace, project)
+    requests = [
+        ("Add a /v1/export endpoint", "default/mobile-app"),
+        ("Rate limit the login route", "default/billing"),
+        ("", "tools/release-bot"),
+        ("Bump the API version header", "default/mobile-app"),
+        ("Document the pagination cursor", "tools/docs-site"),
+        ("Return 409 on duplicate invoices", "default/billing"),
+        ("Expose build metadata", "tools/release-bot"),
+    ]
+    for n, (subject, sender) in enumerate(requests, start=1):
+        deliver(
+            "default/web-api",
+            sender,
+            f"Request {n}: the mobile app needs this before the next release.\n\n"
+            "Please keep the response shape backwards compatible, add a test that covers "
+            "the error case, and reply through the inbox once it is deployed to staging.",
+            subject=subject,
+        )
+    deliver("tools/docs-site", "default/web-api", subject="Publish the new error codes")
+
+
+def shoot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def test_home_shows_inbox_badges_and_the_summary(
+    mail: None, live_server: LiveServer, browser: Browser
+) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    page.goto(f"{live_server.url}/web/")
+    expect(page).to_have_title("Projects · ai-memory")
+    expect(page.get_by_role("heading", level=1, name="Projects")).to_be_visible()
+    badge = page.locator(".card", has=page.get_by_role("link", name="web-api")).locator(".badge")
+    expect(badge).to_have_text("7 inbox")
+    expect(badge).to_have_attribute("title", TOOLTIP)
+    # The stylesheet was served and applied: the badge is amber.
+    expect(badge).to_have_css("background-color", "rgb(253, 231, 169)")
+    quiet = page.locator(".card", has=page.get_by_role("link", name="mobile-app"))
+    expect(quiet.locator(".badge")).to_have_count(0)
+    expect(page.locator("#inbox-summary")).to_have_text(
+        "✉ 8 messages waiting for agents in default/web-api (7), tools/docs-site (1)."
+    )
+    shoot(page, "web-home-light")
+    page.emulate_media(color_scheme="dark")
+    expect(badge).to_have_css("background-color", "rgb(74, 50, 6)")
+    shoot(page, "web-home-dark")
+
+
+def test_project_page_shows_the_mailbox_above_recent_activity(
+    mail: None, live_server: LiveServer, browser: Browser
+) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    page.goto(f"{live_server.url}/web/w/default/web-api/")
+    expect(page).to_have_title("default/web-api · ai-memory")
+    mailbox = page.get_by_role("region", name="Mailbox")
+    expect(mailbox.locator("#mailbox-count")).to_have_text("5 of 7 pending")
+    expect(mailbox.locator(".message")).to_have_count(5)
+    expect(mailbox.locator(".message__subject").first).to_have_text("Add a /v1/export endpoint")
+    expect(mailbox.locator(".message__subject").nth(2)).to_have_text("(no subject)")
+    expect(mailbox.get_by_role("link", name="default/mobile-app").first).to_have_attribute(
+        "href", "/web/w/default/mobile-app/"
+    )
+    expect(mailbox.locator("code").first).to_have_text(
+        "ai-memory message list --workspace default --project web-api --limit 200"
+    )
+    activity = page.get_by_role("region", name="Recent Activity")
+    expect(activity.locator(".activity__entry").first).to_contain_text(
+        "message sent to tools/docs-site"
+    )
+    mailbox_box, activity_box = mailbox.bounding_box(), activity.bounding_box()
+    assert mailbox_box is not None and activity_box is not None
+    assert mailbox_box["y"] < activity_box["y"]
+    shoot(page, "web-project-light")
+    page.emulate_media(color_scheme="dark")
+    shoot(page, "web-project-dark")
+
+
+def test_pages_fit_a_phone_screen(mail: None, live_server: LiveServer, browser: Browser) -> None:
+    page = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2)
+    for path, name in [
+        ("/web/", "web-home-phone"),
+        ("/web/w/default/web-api/", "web-project-phone"),
+    ]:
+        page.goto(f"{live_server.url}{path}")
+        # Nothing wider than the screen: no sideways scrolling on a phone.
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        shoot(page, f"{name}-light")
+        page.emulate_media(color_scheme="dark")
+        shoot(page, f"{name}-dark")
+        page.emulate_media(color_scheme="light")
+
+
+@pytest.fixture
+def alices_notes(alice: Persona) -> None:
+    make_project(alice, "default", "alices-notes", restricted=True)
+
+
+def test_with_auth_on_a_user_signs_in_to_see_their_projects(
+    auth_on: str, alices_notes: None, mail: None, live_server: LiveServer, browser: Browser
+) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    page.goto(f"{live_server.url}/web/")
+    expect(page).to_have_url(f"{live_server.url}/accounts/login/?next=/web/")
+    expect(page.get_by_role("heading", level=1, name="Sign in")).to_be_visible()
+    shoot(page, "web-login-light")
+    page.emulate_media(color_scheme="dark")
+    shoot(page, "web-login-dark")
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill("alice-password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(f"{live_server.url}/web/")
+    expect(page.get_by_role("link", name="alices-notes")).to_be_visible()
+    expect(page.get_by_role("navigation", name="Main")).to_contain_text("alice")

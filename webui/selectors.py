@@ -1,0 +1,247 @@
+"""Reads for the web pages, each a fixed number of queries whatever the data's size.
+
+Every read goes through ``readable_projects``: a project the viewer may not read is
+neither shown, nor counted, nor named as a sender or counterpart.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from django.db.models import OuterRef, Subquery
+
+from messaging.models import Message
+from messaging.selectors import message_pending_count, pending_counts
+from projects.access import Principal, readable_projects
+from projects.models import Activity, Project
+
+MAILBOX_LIMIT = 5
+SUMMARY_NAMED_LIMIT = 5
+SNIPPET_CHARS = 160
+RECENT_ACTIVITY_LIMIT = 20
+# The CLI lists at most this many messages at a time; the capped mailbox points to it.
+CLI_LIST_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class ProjectName:
+    """A project by its names, as a page shows and links it."""
+
+    workspace: str
+    project: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.workspace}/{self.project}"
+
+
+@dataclass(frozen=True)
+class ProjectCard:
+    name: ProjectName
+    pending: int
+    last_activity_at: datetime | None
+    last_activity_summary: str
+
+
+@dataclass(frozen=True)
+class WorkspaceCards:
+    workspace: str
+    cards: list[ProjectCard]
+
+
+@dataclass(frozen=True)
+class InboxSummary:
+    """The home page's one-line total: the projects holding most mail, then how many more."""
+
+    total: int
+    named: list[ProjectCard]
+    more: int
+
+
+@dataclass(frozen=True)
+class HomePage:
+    workspaces: list[WorkspaceCards]
+    summary: InboxSummary | None  # None when no message waits in any readable project
+
+
+@dataclass(frozen=True)
+class MailboxRow:
+    subject: str  # empty when the sender gave none
+    sender: ProjectName | None  # None when the viewer may not read the sending project
+    snippet: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Mailbox:
+    rows: list[MailboxRow]
+    total: int
+
+    @property
+    def capped(self) -> bool:
+        return self.total > len(self.rows)
+
+
+@dataclass(frozen=True)
+class ActivityRow:
+    kind: str
+    detail: str  # the summary, or empty when it only repeats the kind ("message sent")
+    actor: str
+    created_at: datetime
+    # The other side of a message: "to" for a send, "from" otherwise; empty when none.
+    counterpart_direction: str
+    counterpart: ProjectName | None  # None when absent or when the viewer may not read it
+
+
+@dataclass(frozen=True)
+class ProjectPage:
+    """A project page. ``name`` is None when the URL names no project; for a project that
+    is missing or unreadable it holds the names the URL gave, and the page stays empty."""
+
+    name: ProjectName | None
+    mailbox: Mailbox
+    activity: list[ActivityRow]
+
+    @property
+    def cli_list_limit(self) -> int:
+        return CLI_LIST_LIMIT
+
+
+def _name_of(project: Project) -> ProjectName:
+    """Precondition: ``project`` came with its workspace (``select_related``)."""
+    return ProjectName(workspace=project.workspace.name, project=project.name)
+
+
+def home_page(principal: Principal) -> HomePage:
+    """The viewer's project cards grouped by workspace, and the pending-mail summary.
+
+    Two queries: the readable projects with their latest activity, then one grouped count
+    of their pending messages.
+    """
+    latest = Activity.objects.filter(project=OuterRef("pk")).order_by("-created_at", "-id")
+    projects = list(
+        readable_projects(principal)
+        .annotate(
+            last_activity_at=Subquery(latest.values("created_at")[:1]),
+            last_activity_summary=Subquery(latest.values("summary")[:1]),
+        )
+        .order_by("workspace__name", "name")
+    )
+    counts = pending_counts(project.pk for project in projects)
+    cards = [
+        ProjectCard(
+            name=_name_of(project),
+            pending=counts.get(project.pk, 0),
+            last_activity_at=project.last_activity_at,
+            last_activity_summary=project.last_activity_summary or "",
+        )
+        for project in projects
+    ]
+    workspaces = [
+        WorkspaceCards(workspace=workspace, cards=list(group))
+        for workspace, group in itertools.groupby(cards, key=lambda card: card.name.workspace)
+    ]
+    return HomePage(workspaces=workspaces, summary=_inbox_summary(cards))
+
+
+def _inbox_summary(cards: list[ProjectCard]) -> InboxSummary | None:
+    holding_mail = sorted(
+        (card for card in cards if card.pending),
+        key=lambda card: (-card.pending, card.name.workspace, card.name.project),
+    )
+    if not holding_mail:
+        return None
+    return InboxSummary(
+        total=sum(card.pending for card in holding_mail),
+        named=holding_mail[:SUMMARY_NAMED_LIMIT],
+        more=max(0, len(holding_mail) - SUMMARY_NAMED_LIMIT),
+    )
+
+
+def snippet(body: str) -> str:
+    """The body on one line (whitespace runs collapsed), cut to 160 characters plus '…'."""
+    line = " ".join(body.split())
+    if len(line) <= SNIPPET_CHARS:
+        return line
+    return line[:SNIPPET_CHARS] + "…"
+
+
+def project_page(principal: Principal, workspace: str | None, project: str | None) -> ProjectPage:
+    """The Mailbox and Recent Activity of the named project, as ``principal`` may see them.
+
+    A URL that names no project, a project that does not exist and one the viewer may not
+    read all give the same empty page (apart from the names the URL itself carried), so
+    the page never hints that a restricted project exists. Names match exactly: no alias.
+    Never changes a message: rendering the mailbox is not a pop.
+    """
+    if workspace is None or project is None:
+        return _empty_page(None)
+    found = readable_projects(principal).filter(workspace__name=workspace, name=project).first()
+    if found is None:
+        return _empty_page(ProjectName(workspace=workspace, project=project))
+    messages = list(
+        Message.objects.filter(to_project=found, state=Message.State.PENDING)
+        .select_related("from_project__workspace")
+        .order_by("created_at", "id")[:MAILBOX_LIMIT]
+    )
+    total = message_pending_count(project=found)
+    activities = list(
+        Activity.objects.filter(project=found)
+        .select_related("counterpart__workspace")
+        .order_by("-created_at", "-id")[:RECENT_ACTIVITY_LIMIT]
+    )
+    readable = _readable_among(
+        principal,
+        itertools.chain(
+            (message.from_project_id for message in messages),
+            (entry.counterpart_id for entry in activities if entry.counterpart_id is not None),
+        ),
+    )
+    rows = [
+        MailboxRow(
+            subject=message.subject,
+            sender=_name_of(message.from_project) if message.from_project_id in readable else None,
+            snippet=snippet(message.body),
+            created_at=message.created_at,
+        )
+        for message in messages
+    ]
+    return ProjectPage(
+        name=_name_of(found),
+        mailbox=Mailbox(rows=rows, total=total),
+        activity=[_activity_row(entry, readable) for entry in activities],
+    )
+
+
+def _empty_page(name: ProjectName | None) -> ProjectPage:
+    return ProjectPage(name=name, mailbox=Mailbox(rows=[], total=0), activity=[])
+
+
+def _readable_among(principal: Principal, project_ids: Iterable[UUID]) -> set[UUID]:
+    """Which of ``project_ids`` the viewer may read, in one query (none when none given)."""
+    wanted = set(project_ids)
+    if not wanted:
+        return set()
+    return set(readable_projects(principal).filter(pk__in=wanted).values_list("pk", flat=True))
+
+
+def _activity_row(entry: Activity, readable: set[UUID]) -> ActivityRow:
+    """Precondition: ``entry`` came with ``counterpart__workspace`` selected."""
+    counterpart = entry.counterpart
+    direction = ""
+    if counterpart is not None:
+        direction = "to" if entry.kind == Activity.Kind.MESSAGE_SENT else "from"
+    shown = counterpart is not None and counterpart.pk in readable
+    kind = entry.get_kind_display()
+    return ActivityRow(
+        kind=kind,
+        detail="" if entry.summary == kind else entry.summary,
+        actor=entry.actor,
+        created_at=entry.created_at,
+        counterpart_direction=direction,
+        counterpart=_name_of(counterpart) if counterpart is not None and shown else None,
+    )

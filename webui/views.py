@@ -1,0 +1,61 @@
+"""The read-only web mailbox: GET-only pages, access and selectors, then a template.
+
+Nothing here changes a message: consuming one stays an agent action (memory_message_pop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Concatenate, ParamSpec
+
+from django.contrib.auth.models import User
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET
+
+from projects.access import Principal
+from projects.auth import auth_enabled
+from webui.selectors import home_page, project_page
+
+P = ParamSpec("P")
+ViewerView = Callable[Concatenate[HttpRequest, Principal, P], HttpResponse]
+View = Callable[Concatenate[HttpRequest, P], HttpResponse]
+
+
+def viewer_page(view: ViewerView[P]) -> View[P]:
+    """Make ``view`` a read-only page that receives the viewer as a Principal.
+
+    With authentication on, the viewer is the logged-in Django user and anyone else is
+    sent to the login page; an anonymous server shows everything without a login.
+    """
+
+    @wraps(view)
+    def page(request: HttpRequest, /, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
+        if not auth_enabled():
+            return view(request, Principal.anonymous(), *args, **kwargs)
+        user = request.user
+        if not isinstance(user, User) or not user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        return view(request, Principal.for_user(user), *args, **kwargs)
+
+    # GET only, and exempt from CSRF so that a POST gets the honest 405 instead of a
+    # CSRF 403: the page accepts no unsafe method, so there is nothing to forge.
+    return csrf_exempt(require_GET(page))
+
+
+@viewer_page
+def home(request: HttpRequest, viewer: Principal) -> HttpResponse:
+    return render(request, "webui/home.html", {"page": home_page(viewer)})
+
+
+@viewer_page
+def project_detail(
+    request: HttpRequest,
+    viewer: Principal,
+    workspace: str | None = None,
+    project: str | None = None,
+) -> HttpResponse:
+    return render(request, "webui/project.html", {"page": project_page(viewer, workspace, project)})
