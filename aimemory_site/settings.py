@@ -15,6 +15,8 @@ import dj_database_url
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
+from aimemory_site.binding import is_loopback
+
 # Lets admin classes be written ModelAdmin[Model] for mypy at runtime too.
 django_stubs_ext.monkeypatch()
 
@@ -64,10 +66,17 @@ def _secret_key() -> str:
 
 SECRET_KEY = _secret_key()
 DEBUG = env_bool("DEBUG")
-ALLOWED_HOSTS = [h.strip() for h in env_str("ALLOWED_HOSTS", "*").split(",") if h.strip()]
-
 # ai-memory's own settings (DESIGN.md section 3).
 AI_MEMORY_BIND = env_str("AI_MEMORY_BIND", "127.0.0.1:8000")
+
+
+# On a loopback bind only loopback names are served, so a page on a rebound DNS name
+# cannot reach a local server from a browser; a public bind serves any host by default.
+_DEFAULT_HOSTS = "localhost,127.0.0.1,[::1]" if is_loopback(AI_MEMORY_BIND) else "*"
+ALLOWED_HOSTS = [
+    h.strip() for h in env_str("ALLOWED_HOSTS", _DEFAULT_HOSTS).split(",") if h.strip()
+]
+
 AI_MEMORY_ROOT_TOKEN = env_str("AI_MEMORY_ROOT_TOKEN")
 AI_MEMORY_ROOT_USERNAME = env_str("AI_MEMORY_ROOT_USERNAME")
 AI_MEMORY_ALLOW_ANONYMOUS = env_bool("AI_MEMORY_ALLOW_ANONYMOUS")

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from aimemory_site.cli.serve import is_loopback
+from aimemory_site.binding import is_loopback
 
 
 def _free_port() -> int:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import sys
+
+from aimemory_site.binding import is_loopback
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,21 +26,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--workers", type=int, help="gunicorn worker processes (PostgreSQL only)")
 
 
-def is_loopback(bind: str) -> bool:
-    """True when ``bind`` (host:port, [v6]:port or unix:path) is reachable only locally."""
-    if bind.startswith("unix:"):
-        return True
-    host = bind.rsplit(":", 1)[0] if ":" in bind else bind
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def run(args: argparse.Namespace) -> int:
+    if args.bind:
+        # Settings derive ALLOWED_HOSTS from the bind address; gunicorn's workers inherit it.
+        os.environ["AI_MEMORY_BIND"] = args.bind
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aimemory_site.settings")
     import django
     from django.conf import settings
