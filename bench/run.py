@@ -24,6 +24,8 @@ from pathlib import Path
 
 import httpx
 
+from bench.mcp_tools_size import tools_list_size
+
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "docs" / "benchmarks.md"
 REQUESTS = int(os.environ.get("BENCH_REQUESTS", "400"))
@@ -120,15 +122,12 @@ def _rss_kib(pid: int) -> int:
     return total
 
 
-def _tools_list_size() -> str:
-    try:
-        from bench.mcp_tools_size import tools_list_size
-    except ImportError:
-        return "not measured (no MCP endpoint in this build)\n"
+def _tools_list_rows() -> str:
     size = tools_list_size()
     return (
-        f"The `tools/list` answer every agent loads on every session: **{size['chars']:,} "
-        f"characters, about {size['tokens']:,} tokens** (characters / 4).\n"
+        f"| initialize era (2025-03-26 … 2025-11-25) | {size['chars']:,} | "
+        f"{size['approx_tokens']:,} |\n"
+        f"| 2026-07-28 | {size['modern_chars']:,} | {size['modern_approx_tokens']:,} |"
     )
 
 
@@ -231,7 +230,12 @@ after start-up, {rss_after / 1024:.1f} MiB after the latency runs.
 
 ## MCP tool definitions
 
-{_tools_list_size()}"""
+The `tools/list` answer every agent loads at every session start (tokens ≈ chars / 4):
+
+| protocol era | characters | ≈ tokens |
+|---|---|---|
+{_tools_list_rows()}
+"""
     OUTPUT.write_text(report)
     print(report)
 
