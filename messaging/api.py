@@ -66,14 +66,11 @@ def messages_pop(request: HttpRequest, payload: MessagePopIn) -> HttpResponse:
 
     Answers exactly ``{"message": null}`` when nothing was claimed.
     """
-    message_id = None
-    if payload.message_id is not None:
-        message_id = services.message_id_parse(payload.message_id)
     claimed = services.message_pop(
         principal=principal_of(request),
         workspace=payload.workspace,
         project=payload.project,
-        message_id=message_id,
+        message_id=services.message_id_parse(payload.message_id),
     )
     # A JsonResponse, not the schema: the empty answer must not grow a null notice key.
     return JsonResponse(pop_payload(claimed))
@@ -86,13 +83,10 @@ def messages_cancel(request: HttpRequest, payload: MessageCancelIn) -> dict[str,
         raise BadRequest(
             "cancel needs exactly one of message_id or all: true", code="cancel_target"
         )
-    message_id = None
-    if payload.message_id is not None:
-        message_id = services.message_id_parse(payload.message_id)
     cancelled = services.message_cancel(
         principal=principal_of(request),
         workspace=payload.workspace,
         project=payload.project,
-        message_id=message_id,
+        message_id=services.message_id_parse(payload.message_id),
     )
     return {"cancelled": cancelled}

@@ -8,7 +8,6 @@ on every session.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from aimemory_site.mcp.tools import Tool, ToolCall
@@ -63,11 +62,6 @@ def _session(scope: ResolvedScope, call: ToolCall) -> AgentSession | None:
     return AgentSession.objects.filter(session_id=call.session_id.strip()).first()
 
 
-def _message_id(call: ToolCall) -> uuid.UUID | None:
-    raw = call.text("message_id")
-    return None if raw is None else message_id_parse(raw)
-
-
 def send(call: ToolCall) -> dict[str, Any]:
     scope = _scope(call, "from_workspace", "from_project")
     scope_require_named(scope, "send")
@@ -108,7 +102,7 @@ def pop(call: ToolCall) -> dict[str, Any]:
         principal=call.principal,
         workspace=scope.workspace,
         project=scope.project,
-        message_id=_message_id(call),
+        message_id=message_id_parse(call.text("message_id")),
         session=_session(scope, call),
     )
     return pop_payload(claimed)
@@ -121,7 +115,7 @@ def cancel(call: ToolCall) -> dict[str, Any]:
         principal=call.principal,
         workspace=scope.workspace,
         project=scope.project,
-        message_id=_message_id(call),
+        message_id=message_id_parse(call.text("message_id")),
     )
     return {"cancelled": cancelled}
 

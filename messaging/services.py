@@ -31,15 +31,15 @@ SCRUB_MARGIN_CHARS = 8_192
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-def message_id_parse(value: str | uuid.UUID) -> uuid.UUID:
-    """Parse a message id, or raise BadRequest: ids are full UUIDs."""
-    if isinstance(value, uuid.UUID):
-        return value
+def message_id_parse(value: str | None) -> uuid.UUID | None:
+    """Parse an optional message id, or raise BadRequest: ids are full UUIDs."""
+    if value is None:
+        return None
     try:
         return uuid.UUID(value.strip())
-    except (ValueError, AttributeError):
+    except ValueError:
         raise BadRequest(
-            f"message_id must be a full UUID, got {str(value)[:60]!r}", code="invalid_message_id"
+            f"message_id must be a full UUID, got {value[:60]!r}", code="invalid_message_id"
         ) from None
 
 
