@@ -102,6 +102,24 @@ def alices_open(alice: Persona) -> Project:
     return make_project(alice, "default", "commons")
 
 
+@pytest.fixture
+def project_a(db: None) -> Project:
+    """``default/project-a`` on an anonymous server: the usual sender."""
+    return make_project(None, "default", "project-a")
+
+
+@pytest.fixture
+def project_b(db: None) -> Project:
+    """``default/project-b``: the usual recipient."""
+    return make_project(None, "default", "project-b")
+
+
+@pytest.fixture
+def project_c(db: None) -> Project:
+    """``default/project-c``: a bystander that must see nothing of A's and B's mail."""
+    return make_project(None, "default", "project-c")
+
+
 ApiCall = Callable[..., tuple[int, Any]]
 
 

@@ -14,9 +14,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from django.test import Client
 
-from projects.models import Project
-from tests.conftest import make_project
-
 if TYPE_CHECKING:
     # What the test client really returns: a response with .json() (django-stubs only).
     from django.test.client import _MonkeyPatchedWSGIResponse as TestResponse
@@ -107,16 +104,6 @@ def handshake(client: Client) -> RawMcp:
 @pytest.fixture
 def modern(client: Client) -> RawMcp:
     return RawMcp(client=client, era="modern")
-
-
-@pytest.fixture
-def project_a(db: None) -> Project:
-    return make_project(None, "default", "project-a")
-
-
-@pytest.fixture
-def project_b(db: None) -> Project:
-    return make_project(None, "default", "project-b")
 
 
 def error_of(response: TestResponse) -> dict[str, Any]:
