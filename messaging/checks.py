@@ -1,4 +1,4 @@
-"""System checks: a broken ``[sanitize]`` config stops the server at start, not at a send."""
+"""System checks: a broken messaging config stops the server at start, not at a send."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 from django.core.checks import CheckMessage, Error, register
 from django.core.exceptions import ImproperlyConfigured
 
+from messaging.admission import admission_webhooks_configured
 from messaging.scrubbing import scrubber_configured
 
 
@@ -18,6 +19,22 @@ def sanitize_config_check(app_configs: Any = None, **kwargs: Any) -> list[CheckM
         return [
             Error(
                 str(exc), hint="Fix the [sanitize] table of AI_MEMORY_CONFIG.", id="messaging.E001"
+            )
+        ]
+    return []
+
+
+@register()
+def admission_config_check(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    try:
+        admission_webhooks_configured()
+    except ImproperlyConfigured as exc:
+        return [
+            Error(
+                str(exc),
+                hint="Fix [[admission_webhooks]] in AI_MEMORY_CONFIG or "
+                "AI_MEMORY_ADMISSION_WEBHOOKS_JSON (only one of them may set the webhooks).",
+                id="messaging.E002",
             )
         ]
     return []

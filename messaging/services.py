@@ -13,6 +13,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from aimemory_site.errors import BadRequest, Conflict
+from messaging.admission import (
+    MESSAGE_CANCEL,
+    MESSAGE_POP,
+    MESSAGE_SEND,
+    admission_decide,
+    admission_observe,
+)
 from messaging.models import Message
 from messaging.scrubbing import scrubber_configured, text_cap, truncation_marker
 from projects.access import Level, Principal, project_access
@@ -86,12 +93,15 @@ def message_send(
 
     Needs write on the recipient, which must exist (a typo is rejected, never turned into
     a dead inbox), and read on the sender, so nobody signs as a project they cannot see.
+    Deciding admission webhooks run before anything is written, so this must not be
+    called inside ``transaction.atomic``.
     """
     recipient = project_access(principal, to_workspace, to_project, need=Level.WRITE)
     sender = project_access(principal, from_workspace, from_project, need=Level.READ)
     clean_body = body_clean(body)
     clean_subject = subject_clean(subject)
     agent = from_session.agent if from_session is not None else "other"
+    admission_decide(MESSAGE_SEND, principal=principal, project=recipient, session=from_session)
     with transaction.atomic():
         # Count-then-insert must not race. On PostgreSQL the row lock on the recipient
         # serialises senders to one inbox; on SQLite the IMMEDIATE transaction already
@@ -132,6 +142,9 @@ def message_send(
             summary="message received",
             counterpart=sender,
         )
+        admission_observe(
+            MESSAGE_SEND, principal=principal, project=recipient, session=from_session
+        )
     return message  # its to_project and from_project carry their workspaces already
 
 
@@ -148,9 +161,11 @@ def message_pop(
     The guarded ``UPDATE ... WHERE state='pending'`` decides the claim on every database;
     a caller that loses the race gets None and never sees the body. On PostgreSQL the
     candidate is also row-locked with SKIP LOCKED so concurrent poppers spread over the
-    queue instead of queueing on its head.
+    queue instead of queueing on its head. Deciding admission webhooks run before the
+    claim, so this must not be called inside ``transaction.atomic``.
     """
     inbox = project_access(principal, workspace, project, need=Level.WRITE)
+    admission_decide(MESSAGE_POP, principal=principal, project=inbox, session=session)
     agent = session.agent if session is not None else agent_normalize(None)
     while True:
         with transaction.atomic():
@@ -186,6 +201,7 @@ def message_pop(
                     summary="message claimed",
                     counterpart=claimed.from_project,
                 )
+                admission_observe(MESSAGE_POP, principal=principal, project=inbox, session=session)
                 return claimed
         if message_id is not None:
             return None  # the named message went to another caller
@@ -203,9 +219,12 @@ def message_cancel(
     """Cancel pending messages sent from the caller's project: one by id, else all.
 
     Returns how many changed state. Only the sender's coordinate matches, so a recipient
-    cancelling gets 0; a claimed message is never touched.
+    cancelling gets 0; a claimed message is never touched. Deciding admission webhooks
+    run before the cancel, so this must not be called inside ``transaction.atomic``.
     """
     outbox = project_access(principal, workspace, project, need=Level.WRITE)
+    # No session reaches cancel, so admission sees the agent as "other".
+    admission_decide(MESSAGE_CANCEL, principal=principal, project=outbox, session=None)
     with transaction.atomic():
         pending = Message.objects.filter(from_project=outbox, state=Message.State.PENDING)
         if message_id is not None:
@@ -219,4 +238,5 @@ def message_cancel(
                 actor=principal.display_name,
                 summary=f"{cancelled} {noun} cancelled",
             )
+            admission_observe(MESSAGE_CANCEL, principal=principal, project=outbox, session=None)
     return cancelled

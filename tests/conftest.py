@@ -36,6 +36,7 @@ def _predictable_settings(settings: SettingsWrapper) -> None:
     settings.AI_MEMORY_DEFAULT_WORKSPACE = "default"
     settings.AI_MEMORY_DEFAULT_PROJECT = "default"
     settings.AI_MEMORY_CONFIG = ""
+    settings.AI_MEMORY_ADMISSION_WEBHOOKS_JSON = ""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
