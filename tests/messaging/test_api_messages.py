@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
@@ -240,3 +242,18 @@ def test_a_message_without_subject_or_owner_shows_null(
     [row] = api("get", "/api/v1/messages", B)[1]["messages"]
     assert row["subject"] is None
     assert row["from_owner_user"] is None
+
+
+def test_listing_costs_the_same_queries_for_one_message_or_many(
+    api: ApiCall, project_a: Project, project_b: Project, project_c: Project
+) -> None:
+    def queries_to_list() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert api("get", "/api/v1/messages", B)[0] == 200
+        return len(captured)
+
+    _send(api)
+    one = queries_to_list()
+    for i in range(30):
+        _send(api, from_project="project-c" if i % 2 else "project-a", body=f"request {i}")
+    assert queries_to_list() == one
