@@ -32,18 +32,17 @@ import json
 import logging
 import threading
 import time
-import tomllib
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 
+from aimemory_site.config_file import config_document, config_where
 from aimemory_site.errors import Forbidden
 from projects.access import Principal
 from projects.models import AgentSession, Project
@@ -119,19 +118,13 @@ def _webhooks_for(path: str, json_text: str) -> tuple[AdmissionWebhook, ...]:
         return _webhooks_parse(entries, where)
     if toml_entries is None:
         return ()
-    return _webhooks_parse(toml_entries, f"AI_MEMORY_CONFIG ({path}): [[admission_webhooks]]")
+    return _webhooks_parse(toml_entries, f"{config_where(path)}: [[admission_webhooks]]")
 
 
 def _toml_entries(path: str) -> list[Any] | None:
     """The ``admission_webhooks`` array of the TOML file, or None when it has none."""
-    where = f"AI_MEMORY_CONFIG ({path})"
-    try:
-        with Path(path).open("rb") as fh:
-            document = tomllib.load(fh)
-    except OSError as exc:
-        raise ImproperlyConfigured(f"{where}: cannot read the file: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ImproperlyConfigured(f"{where}: not valid TOML: {exc}") from exc
+    where = config_where(path)
+    document = config_document(path)
     if "admission_webhooks" not in document:
         return None
     entries = document["admission_webhooks"]

@@ -34,13 +34,13 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+
+from aimemory_site.config_file import config_document, config_where
 
 REDACTED = "[REDACTED]"
 
@@ -398,14 +398,8 @@ def _scrubber_for_config(path: str) -> Scrubber:
 
 def _read_sanitize_table(path: str) -> tuple[tuple[re.Pattern[str], ...], frozenset[str]]:
     """Parse and validate ``[sanitize]``; anything unexpected is an error, never ignored."""
-    where = f"AI_MEMORY_CONFIG ({path})"
-    try:
-        with Path(path).open("rb") as fh:
-            document = tomllib.load(fh)
-    except OSError as exc:
-        raise ImproperlyConfigured(f"{where}: cannot read the file: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ImproperlyConfigured(f"{where}: not valid TOML: {exc}") from exc
+    where = config_where(path)
+    document = config_document(path)
 
     table = document.get("sanitize", {})
     if not isinstance(table, dict):
