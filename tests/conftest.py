@@ -23,6 +23,18 @@ from projects.services import api_token_issue, project_get_or_create
 
 ROOT_TOKEN = "root-token-for-tests-0123456789"
 
+# The usual scopes of project_a (sender) and project_b (recipient), and a send between them.
+A = {"workspace": "default", "project": "project-a"}
+B = {"workspace": "default", "project": "project-b"}
+SEND = {
+    "to_workspace": "default",
+    "to_project": "project-b",
+    "from_workspace": "default",
+    "from_project": "project-a",
+    "subject": "export endpoint",
+    "body": "Add a /v1/export endpoint that streams NDJSON.",
+}
+
 # The live test server listens with Django's backlog of 10, so a burst of concurrent
 # connects gets resets; gunicorn's default is 2048. Give the test server room to queue.
 ThreadedWSGIServer.request_queue_size = 256

@@ -23,15 +23,13 @@ from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
 from projects.access import Principal
 from projects.services import session_start
-from tests.conftest import Persona, make_project
+from tests.conftest import A, B, Persona, make_project
 from tests.mcp.test_handshake_era import TOOL_NAMES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 MODES = ("auto", "legacy", "2026-07-28")
 NEGOTIATED = {"auto": "2026-07-28", "legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
-A = {"workspace": "default", "project": "project-a"}
-B = {"workspace": "default", "project": "project-b"}
 SEND = {
     "to_workspace": "default",
     "to_project": "project-b",

@@ -15,21 +15,10 @@ from projects.access import Principal
 from projects.models import AgentSession, Project
 from projects.scope import scope_hint, scope_resolve
 from projects.services import session_start
-from tests.conftest import Persona
+from tests.conftest import SEND, A, B, Persona
 from tests.mcp.conftest import RawMcp, error_of
 
 pytestmark = pytest.mark.django_db
-
-A = {"workspace": "default", "project": "project-a"}
-B = {"workspace": "default", "project": "project-b"}
-SEND = {
-    "to_workspace": "default",
-    "to_project": "project-b",
-    "from_workspace": "default",
-    "from_project": "project-a",
-    "subject": "export endpoint",
-    "body": "Add a /v1/export endpoint that streams NDJSON.",
-}
 
 
 @pytest.fixture(autouse=True)

@@ -34,7 +34,7 @@ from messaging.models import Message
 from messaging.services import message_cancel, message_pop
 from projects.models import Activity, AgentSession, Project
 from projects.services import session_start
-from tests.conftest import ApiCall, Persona
+from tests.conftest import A, ApiCall, B, Persona
 from tests.mcp.conftest import RawMcp
 from tests.messaging.conftest import ANON, send
 
@@ -49,8 +49,6 @@ SEND = {
     "subject": "secret-subject-xyz",
     "body": "secret-body-xyz: add a /v1/export endpoint.",
 }
-A = {"workspace": "default", "project": "project-a"}
-B = {"workspace": "default", "project": "project-b"}
 
 
 @dataclass(frozen=True)

@@ -11,18 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
 from projects.models import Activity, Project
-from tests.conftest import ApiCall, Persona
-
-SEND = {
-    "to_workspace": "default",
-    "to_project": "project-b",
-    "from_workspace": "default",
-    "from_project": "project-a",
-    "subject": "export endpoint",
-    "body": "Add a /v1/export endpoint that streams NDJSON.",
-}
-B = {"workspace": "default", "project": "project-b"}
-A = {"workspace": "default", "project": "project-a"}
+from tests.conftest import SEND, A, ApiCall, B, Persona
 
 
 def _send(api: ApiCall, token: str | None = None, **changes: Any) -> str:
