@@ -21,10 +21,8 @@ from messaging.services import (
     message_send,
 )
 from projects.briefing import briefing_get
-from projects.models import AgentSession
 from projects.scope import (
     ResolvedScope,
-    ScopeSource,
     scope_hint,
     scope_require_named,
     scope_resolve,
@@ -55,13 +53,6 @@ def _scope(call: ToolCall, workspace: str = "workspace", project: str = "project
     )
 
 
-def _session(scope: ResolvedScope, call: ToolCall) -> AgentSession | None:
-    """The caller's lifecycle-hook session, when that session is what named the scope."""
-    if scope.source is not ScopeSource.SESSION or call.session_id is None:
-        return None
-    return AgentSession.objects.filter(session_id=call.session_id.strip()).first()
-
-
 def send(call: ToolCall) -> dict[str, Any]:
     scope = _scope(call, "from_workspace", "from_project")
     scope_require_named(scope, "send")
@@ -73,7 +64,7 @@ def send(call: ToolCall) -> dict[str, Any]:
         from_project=scope.project,
         body=call.required_text("body"),
         subject=call.text("subject"),
-        from_session=_session(scope, call),
+        from_session=scope.session,
     )
     return {"message_id": str(message.id)}
 
@@ -103,7 +94,7 @@ def pop(call: ToolCall) -> dict[str, Any]:
         workspace=scope.workspace,
         project=scope.project,
         message_id=message_id_parse(call.text("message_id")),
-        session=_session(scope, call),
+        session=scope.session,
     )
     return pop_payload(claimed)
 
@@ -161,7 +152,8 @@ MESSAGING_TOOLS = (
         ),
         input_schema=_object(
             {
-                "box": {"type": "string", "enum": list(BOXES), "description": "Default inbox."},
+                # No enum: box_parse in the selector is the one rule ("" also means inbox).
+                "box": {"type": "string", "description": " or ".join(BOXES) + "; default inbox."},
                 "limit": {
                     "type": "integer",
                     "description": f"1-{LIST_LIMIT_MAX}, default {LIST_LIMIT_DEFAULT}.",

@@ -7,7 +7,7 @@ answer it and say where it came from.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 
@@ -29,6 +29,9 @@ class ResolvedScope:
     workspace: str
     project: str
     source: ScopeSource
+    # The caller's lifecycle-hook session when it named the scope (source ``session``),
+    # so surfaces can stamp it on what they do without looking it up again.
+    session: AgentSession | None = field(default=None, compare=False)
 
     @property
     def inferred(self) -> bool:
@@ -57,7 +60,7 @@ def scope_resolve(
         )
         if session is not None:
             p = session.project
-            return ResolvedScope(p.workspace.name, p.name, ScopeSource.SESSION)
+            return ResolvedScope(p.workspace.name, p.name, ScopeSource.SESSION, session)
         return _default(ScopeSource.DEFAULT_AFTER_MISMATCH)
     boot = ServerBoot.objects.order_by("-started_at").values_list("started_at", flat=True).first()
     latest = AgentSession.objects.select_related("project__workspace").order_by("-last_seen_at")

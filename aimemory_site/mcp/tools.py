@@ -19,7 +19,7 @@ from projects.access import Principal
 # The JSON Schema subset the argument check implements. Tool schemas may use nothing
 # else (Tool checks that when it is declared), so the check never silently ignores a
 # constraint a client was shown.
-_PROPERTY_KEYWORDS = frozenset({"type", "enum", "description"})
+_PROPERTY_KEYWORDS = frozenset({"type", "description"})
 _PROPERTY_TYPES = frozenset({"string", "integer"})
 
 
@@ -160,10 +160,6 @@ def _value_check(name: str, value: Any, spec: Mapping[str, Any]) -> tuple[Any, s
         ok = isinstance(value, int) and not isinstance(value, bool)
     if not ok:
         return value, f"argument {name!r} must be {_article(expected)}, got {_json_type(value)}"
-    allowed = spec.get("enum")
-    if allowed is not None and value not in allowed:
-        choices = " or ".join(json.dumps(choice) for choice in allowed)
-        return value, f"argument {name!r} must be {choices}, got {json.dumps(value)}"
     return value, None
 
 

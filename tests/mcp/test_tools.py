@@ -199,7 +199,6 @@ def test_naming_only_one_of_workspace_and_project_is_an_error(mcp: RawMcp) -> No
         ("memory_message_list", {**B, "limit": "5"}, "'limit' must be an integer, got a string"),
         ("memory_message_list", {**B, "limit": 2.5}, "'limit' must be an integer, got a number"),
         ("memory_message_list", {**B, "limit": True}, "'limit' must be an integer, got a boolean"),
-        ("memory_message_list", {**B, "box": "trash"}, '\'box\' must be "inbox" or "outbox"'),
         (
             "memory_message_pop",
             {**B, "message_id": None},
@@ -218,6 +217,14 @@ def test_bad_arguments_are_a_tool_error_naming_the_fault(
     assert fault in text
     assert "It takes (" in text
     assert len(_pending()) == 1
+
+
+def test_box_is_checked_by_the_same_rule_as_the_json_api(mcp: RawMcp) -> None:
+    message_id = _send(mcp)
+    text = mcp.tool_error("memory_message_list", {**B, "box": "trash"})
+    assert text == 'box must be "inbox" or "outbox", got "trash"'
+    listed = mcp.call_tool("memory_message_list", {**B, "box": ""})["structuredContent"]
+    assert [m["id"] for m in listed["messages"]] == [message_id]
 
 
 def test_every_fault_of_a_call_is_named_at_once(mcp: RawMcp) -> None:
