@@ -7,18 +7,21 @@ import os
 import sys
 
 from aimemory_site.binding import is_loopback
+from aimemory_site.cli.help_text import SubParsers, add_command
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+def add_parser(subparsers: SubParsers) -> None:
+    parser = add_command(
+        subparsers,
         "serve",
-        help="run the server (migrate, collect static, gunicorn)",
-        description=(
-            "Migrate the database, collect static files and serve with gunicorn. "
-            "SQLite runs one process with threads; PostgreSQL runs several processes.\n\n"
-            "example: ai-memory serve --bind 127.0.0.1:8000"
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        summary="run the server (migrate, collect static, gunicorn)",
+        paragraphs=[
+            "Migrate the database, collect static files and serve with gunicorn. SQLite runs "
+            "one process with threads; PostgreSQL runs several processes. An anonymous server "
+            "(no AI_MEMORY_ROOT_TOKEN, no user tokens) refuses a non-loopback address unless "
+            "AI_MEMORY_ALLOW_ANONYMOUS=1."
+        ],
+        examples=["ai-memory serve", "ai-memory serve --bind 127.0.0.1:8000"],
     )
     parser.add_argument(
         "--bind", help="address to bind (default: $AI_MEMORY_BIND or 127.0.0.1:8000)"
