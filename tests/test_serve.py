@@ -117,6 +117,18 @@ def test_anonymous_serve_refuses_a_public_address(tmp_path: Path) -> None:
     assert b"refusing to serve anonymously" in output
 
 
+@pytest.mark.slow
+def test_anonymous_serve_on_a_public_address_runs_once_allowed(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = _serve(tmp_path / "data", "--bind", f"0.0.0.0:{port}", AI_MEMORY_ALLOW_ANONYMOUS="1")
+    try:
+        # Reached over loopback only; 0.0.0.0 includes it.
+        assert _wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
 @pytest.mark.parametrize(
     ("bind", "loopback"),
     [
