@@ -4,7 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: serve test check fmt bench install clean
+.DEFAULT_GOAL := help
+.PHONY: help serve test check fmt bench install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -12,6 +13,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+## help: list the targets
+help:
+	@grep -E '^## ' $(MAKEFILE_LIST) | sed 's/^## /  make /; s/: /\t/'
+
+## install: create .venv and install the project with its dev tools
 install: $(STAMP)
 
 ## serve: run the server on SQLite under ./var at http://127.0.0.1:8000
@@ -22,20 +28,23 @@ serve: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest
 
-## check: lint, format check, types and missing migrations
+## check: lint, format check, types, import layers and missing migrations
 check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
+	$(BIN)/lint-imports
 	$(BIN)/python manage.py makemigrations --check --dry-run
 
+## fmt: fix what ruff can fix and format the code
 fmt: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-## bench: measure and write docs/benchmarks.md
+## bench: measure and write docs/benchmarks.md (not part of CI)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
 
+## clean: remove the virtualenv, data and caches
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

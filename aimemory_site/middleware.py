@@ -6,6 +6,8 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from aimemory_site.lib.errors import PayloadTooLarge, error_response
+
 # Machine surfaces whose oversized bodies get a JSON 413 instead of Django's HTML 400.
 JSON_PREFIXES = ("/api/", "/mcp", "/handoff")
 
@@ -33,10 +35,4 @@ class RequestSizeLimitMiddleware:
 
     @staticmethod
     def too_large(limit: int) -> JsonResponse:
-        return JsonResponse(
-            {
-                "detail": f"request body is larger than {limit} bytes",
-                "code": "payload_too_large",
-            },
-            status=413,
-        )
+        return error_response(PayloadTooLarge(f"request body is larger than {limit} bytes"))

@@ -15,12 +15,24 @@ import dj_database_url
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
-from aimemory_site.binding import is_loopback
+from aimemory_site.lib.binding import is_loopback
 
 # Lets admin classes be written ModelAdmin[Model] for mypy at runtime too.
 django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Templates and static files sit at the top of a checkout; the wheel carries them inside
+# the package (pyproject.toml maps them there), so an installed server finds them too.
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _shipped_dir(name: str) -> Path:
+    packaged = _PACKAGE_DIR / name
+    return packaged if packaged.is_dir() else BASE_DIR / name
+
+
+TEMPLATES_DIR = _shipped_dir("templates")
+STATIC_SOURCE_DIR = _shipped_dir("static")
 
 
 def env_bool(name: str, default: bool = False) -> bool:
@@ -96,6 +108,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # Only for its bundled Swagger UI: /api/v1/docs then needs no CDN.
+    "ninja",
     "projects",
     "messaging",
     "webui",
@@ -119,7 +133,7 @@ WSGI_APPLICATION = "aimemory_site.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [TEMPLATES_DIR],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -166,7 +180,7 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [STATIC_SOURCE_DIR]
 STATIC_ROOT = DATA_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise expects it before the first collectstatic
 STORAGES = {

@@ -25,6 +25,7 @@ def tools_list_size() -> dict[str, int]:
     """
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aimemory_site.settings")
     django.setup()
+    from aimemory_site.lib.principal import Principal
     from aimemory_site.mcp.protocol import (
         CLIENT_CAPABILITIES_META,
         METHOD_HEADER,
@@ -33,7 +34,6 @@ def tools_list_size() -> dict[str, int]:
         PROTOCOL_VERSION_META,
     )
     from aimemory_site.mcp.server import handle_body
-    from projects.access import Principal
 
     anonymous = Principal.anonymous()
     handshake = handle_body(json.dumps(_TOOLS_LIST).encode(), headers={}, principal=anonymous)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Query, Router, Schema, Status
 
-from aimemory_site.api import errors, principal_of
-from aimemory_site.errors import BadRequest
+from aimemory_site.lib.api import errors, principal_of
+from aimemory_site.lib.errors import BadRequest, Code
 from messaging import services
 from messaging.payloads import message_payload, pop_payload
 from messaging.schemas import (
@@ -23,7 +23,7 @@ from messaging.selectors import message_list
 router = Router(tags=["messages"])
 
 
-@router.post("/messages", response={201: MessageSendOut, **errors(403, 404, 409)})
+@router.post("/messages", response={201: MessageSendOut, **errors(404, 409, body=True)})
 def messages_send(request: HttpRequest, payload: MessageSendIn) -> Status[dict[str, str]]:
     """Send a message to another project's inbox (needs write on the recipient)."""
     message = services.message_send(
@@ -60,7 +60,7 @@ def messages_list(request: HttpRequest, query: Query[MessageListQuery]) -> HttpR
     return JsonResponse({"messages": [message_payload(m) for m in messages]})
 
 
-@router.post("/messages/pop", response={200: MessagePopOut, **errors(403, 404)})
+@router.post("/messages/pop", response={200: MessagePopOut, **errors(404, body=True)})
 def messages_pop(request: HttpRequest, payload: MessagePopIn) -> HttpResponse:
     """Claim the oldest pending inbox message (or the named one) exactly once.
 
@@ -76,12 +76,12 @@ def messages_pop(request: HttpRequest, payload: MessagePopIn) -> HttpResponse:
     return JsonResponse(pop_payload(claimed))
 
 
-@router.post("/messages/cancel", response={200: MessageCancelOut, **errors(403, 404)})
+@router.post("/messages/cancel", response={200: MessageCancelOut, **errors(404, body=True)})
 def messages_cancel(request: HttpRequest, payload: MessageCancelIn) -> dict[str, int]:
     """Cancel pending messages this project sent: exactly one of ``message_id`` or ``all``."""
     if (payload.message_id is None) == (not payload.all):
         raise BadRequest(
-            "cancel needs exactly one of message_id or all: true", code="cancel_target"
+            "cancel needs exactly one of message_id or all: true", code=Code.CANCEL_TARGET
         )
     cancelled = services.message_cancel(
         principal=principal_of(request),

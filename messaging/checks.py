@@ -7,7 +7,7 @@ from typing import Any
 from django.core.checks import CheckMessage, Error, register
 from django.core.exceptions import ImproperlyConfigured
 
-from messaging.admission import admission_webhooks_configured
+from messaging.admission_config import admission_webhooks_configured
 from messaging.scrubbing import scrubber_configured
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aimemory_site.mcp.tools import Tool, ToolCall
+from aimemory_site.lib.limits import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_LIMIT_MIN
+from aimemory_site.lib.mcp_tool import Tool, ToolCall
+from messaging.limits import BODY_MAX_CHARS
 from messaging.payloads import message_payload, pop_payload
-from messaging.selectors import BOXES, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, message_list
+from messaging.selectors import BOXES, message_list
 from messaging.services import (
-    BODY_MAX_CHARS,
     message_cancel,
     message_id_parse,
     message_pop,
@@ -156,7 +157,7 @@ MESSAGING_TOOLS = (
                 "box": {"type": "string", "description": " or ".join(BOXES) + "; default inbox."},
                 "limit": {
                     "type": "integer",
-                    "description": f"1-{LIST_LIMIT_MAX}, default {LIST_LIMIT_DEFAULT}.",
+                    "description": f"{LIST_LIMIT_MIN}-{LIST_LIMIT_MAX}, default {LIST_LIMIT_DEFAULT}.",
                 },
                 "workspace": _OWN_WORKSPACE,
                 "project": _OWN_PROJECT,

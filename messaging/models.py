@@ -5,8 +5,26 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from aimemory_site.ids import uuid7
+from aimemory_site.lib.agents import AGENT_OTHER
+from aimemory_site.lib.ids import uuid7
 from projects.models import AgentSession, Project
+
+
+class MessageQuerySet(models.QuerySet["Message"]):
+    """The one spelling of "pending in this inbox, oldest first" for every reader."""
+
+    def pending(self) -> MessageQuerySet:
+        return self.filter(state=Message.State.PENDING)
+
+    def inbox_of(self, project: Project) -> MessageQuerySet:
+        return self.filter(to_project=project)
+
+    def outbox_of(self, project: Project) -> MessageQuerySet:
+        return self.filter(from_project=project)
+
+    def oldest_first(self) -> MessageQuerySet:
+        """Delivery order (DESIGN.md section 5): ``created_at``, then the time-ordered id."""
+        return self.order_by("created_at", "id")
 
 
 class Message(models.Model):
@@ -20,7 +38,7 @@ class Message(models.Model):
     from_project = models.ForeignKey(
         Project, on_delete=models.CASCADE, related_name="outbox_messages"
     )
-    from_agent = models.CharField(max_length=40, default="other")
+    from_agent = models.CharField(max_length=40, default=AGENT_OTHER)
     # Empty when unknown (anonymous, unnamed root); the JSON shows null then.
     from_owner_user = models.CharField(max_length=150, blank=True)
     from_session = models.ForeignKey(
@@ -37,6 +55,8 @@ class Message(models.Model):
     claimed_by_agent = models.CharField(max_length=40, blank=True)
     claimed_by_user = models.CharField(max_length=150, blank=True)
     cancelled_at = models.DateTimeField(null=True, blank=True)
+
+    objects = MessageQuerySet.as_manager()
 
     class Meta:
         indexes = [

@@ -40,7 +40,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from aimemory_site.config_file import config_document, config_where
+from aimemory_site.lib.config_file import config_document, config_where
 
 REDACTED = "[REDACTED]"
 
@@ -432,21 +432,3 @@ def _string_list(table: dict[str, Any], key: str, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ImproperlyConfigured(f"{where}: [sanitize] {key} must be a list of strings")
     return value
-
-
-def text_cap(text: str, limit: int, label: str) -> str:
-    """If longer than ``limit`` chars, keep the first ``limit`` chars and append
-    ``f"\\n[{label} truncated; {n} chars omitted]"`` where n = chars dropped; else
-    return ``text`` unchanged. Lengths are in characters (code points), not bytes.
-    """
-    if limit < 0:
-        raise ValueError(f"limit must not be negative, got {limit}")
-    omitted = len(text) - limit
-    if omitted <= 0:
-        return text
-    return text[:limit] + truncation_marker(label, omitted)
-
-
-def truncation_marker(label: str, omitted: int) -> str:
-    """The line appended to a capped text: ``\n[{label} truncated; {n} chars omitted]``."""
-    return f"\n[{label} truncated; {omitted} chars omitted]"

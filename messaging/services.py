@@ -12,28 +12,23 @@ import uuid
 from django.db import transaction
 from django.utils import timezone
 
-from aimemory_site.errors import BadRequest, Conflict
-from messaging.admission import (
-    MESSAGE_CANCEL,
-    MESSAGE_POP,
-    MESSAGE_SEND,
-    admission_decide,
-    admission_observe,
+from aimemory_site.lib.errors import BadRequest, Code, Conflict
+from aimemory_site.lib.limits import text_cap, truncation_marker
+from aimemory_site.lib.principal import Principal
+from messaging.admission import admission_decide, admission_observe
+from messaging.admission_config import MESSAGE_CANCEL, MESSAGE_POP, MESSAGE_SEND
+from messaging.limits import (
+    BODY_MAX_CHARS,
+    MAX_PENDING_PER_INBOX,
+    SCRUB_MARGIN_CHARS,
+    SCRUB_WINDOW_CHARS,
+    SUBJECT_MAX_CHARS,
 )
 from messaging.models import Message
-from messaging.scrubbing import scrubber_configured, text_cap, truncation_marker
-from projects.access import Level, Principal, project_access
+from messaging.scrubbing import scrubber_configured
+from projects.access import Level, project_access
 from projects.models import Activity, AgentSession, Project
-from projects.services import activity_record, agent_normalize
-
-MAX_PENDING_PER_INBOX = 256
-BODY_MAX_CHARS = 8000
-SUBJECT_MAX_CHARS = 200
-# Scrubbing costs about a second per MiB of text, and a request may carry 1 MiB: only a
-# window that can reach the cap is scrubbed. The window's last margin is dropped as well,
-# since a secret cut by the window's end may not be recognised there.
-SCRUB_WINDOW_CHARS = 65_536
-SCRUB_MARGIN_CHARS = 8_192
+from projects.services import activity_record, session_agent
 
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
@@ -46,7 +41,7 @@ def message_id_parse(value: str | None) -> uuid.UUID | None:
         return uuid.UUID(value.strip())
     except ValueError:
         raise BadRequest(
-            f"message_id must be a full UUID, got {value[:60]!r}", code="invalid_message_id"
+            f"message_id must be a full UUID, got {value[:60]!r}", code=Code.INVALID_MESSAGE_ID
         ) from None
 
 
@@ -64,7 +59,7 @@ def subject_clean(subject: str | None) -> str:
 def body_clean(body: str) -> str:
     """Scrub then cap a body. Scrubbing first means a secret cut at the cap never leaks."""
     if not body.strip():
-        raise BadRequest("body must not be empty", code="empty_body")
+        raise BadRequest("body must not be empty", code=Code.EMPTY_BODY)
     scrubber = scrubber_configured()
     if len(body) <= SCRUB_WINDOW_CHARS:
         return text_cap(scrubber.scrub(body), BODY_MAX_CHARS, "message body")
@@ -94,15 +89,16 @@ def message_send(
     Needs write on the recipient, which must exist (a typo is rejected, never turned into
     a dead inbox), and read on the sender, so nobody signs as a project they cannot see.
     Deciding admission webhooks run before anything is written, so this must not be
-    called inside ``transaction.atomic``.
+    called inside ``transaction.atomic`` (the durable block raises ``RuntimeError`` if it
+    is).
     """
     recipient = project_access(principal, to_workspace, to_project, need=Level.WRITE)
     sender = project_access(principal, from_workspace, from_project, need=Level.READ)
     clean_body = body_clean(body)
     clean_subject = subject_clean(subject)
-    agent = from_session.agent if from_session is not None else "other"
+    agent = session_agent(from_session)
     admission_decide(MESSAGE_SEND, principal=principal, project=recipient, session=from_session)
-    with transaction.atomic():
+    with transaction.atomic(durable=True):
         # Count-then-insert must not race. On PostgreSQL the row lock on the recipient
         # serialises senders to one inbox; on SQLite the IMMEDIATE transaction already
         # holds the database's single write lock.
@@ -111,12 +107,11 @@ def message_send(
             .filter(pk=recipient.pk)
             .values_list("pk", flat=True)
         )
-        pending = Message.objects.filter(to_project=recipient, state=Message.State.PENDING)
-        if pending.count() >= MAX_PENDING_PER_INBOX:
+        if Message.objects.pending().inbox_of(recipient).count() >= MAX_PENDING_PER_INBOX:
             raise Conflict(
                 f"the inbox of {recipient} is full: {MAX_PENDING_PER_INBOX} messages are "
                 "pending. Retry after its agents pop some, or cancel messages you sent there.",
-                code="inbox_full",
+                code=Code.INBOX_FULL,
             )
         message = Message.objects.create(
             to_project=recipient,
@@ -162,32 +157,36 @@ def message_pop(
     a caller that loses the race gets None and never sees the body. On PostgreSQL the
     candidate is also row-locked with SKIP LOCKED so concurrent poppers spread over the
     queue instead of queueing on its head. Deciding admission webhooks run before the
-    claim, so this must not be called inside ``transaction.atomic``.
+    claim, so this must not be called inside ``transaction.atomic`` (the durable
+    block raises ``RuntimeError`` if it is).
     """
     inbox = project_access(principal, workspace, project, need=Level.WRITE)
     admission_decide(MESSAGE_POP, principal=principal, project=inbox, session=session)
-    agent = session.agent if session is not None else agent_normalize(None)
+    agent = session_agent(session)
     while True:
-        with transaction.atomic():
-            candidates = Message.objects.filter(to_project=inbox, state=Message.State.PENDING)
+        with transaction.atomic(durable=True):
+            candidates = Message.objects.pending().inbox_of(inbox)
             if message_id is not None:
                 candidates = candidates.filter(pk=message_id)
             candidate = (
-                candidates.order_by("created_at", "id")
+                candidates.oldest_first()
                 .select_for_update(skip_locked=True, no_key=True)
                 .values_list("pk", flat=True)
                 .first()
             )
             if candidate is None:
                 return None
-            won = Message.objects.filter(
-                pk=candidate, to_project=inbox, state=Message.State.PENDING
-            ).update(
-                state=Message.State.CLAIMED,
-                claimed_at=timezone.now(),
-                claimed_by_session=session,
-                claimed_by_agent=agent,
-                claimed_by_user=principal.owner_name or "",
+            # The guard: only a row still pending changes, so exactly one caller wins it.
+            won = (
+                Message.objects.pending()
+                .filter(pk=candidate)
+                .update(
+                    state=Message.State.CLAIMED,
+                    claimed_at=timezone.now(),
+                    claimed_by_session=session,
+                    claimed_by_agent=agent,
+                    claimed_by_user=principal.owner_name or "",
+                )
             )
             if won == 1:
                 claimed = Message.objects.select_related("from_project__workspace").get(
@@ -220,13 +219,14 @@ def message_cancel(
 
     Returns how many changed state. Only the sender's coordinate matches, so a recipient
     cancelling gets 0; a claimed message is never touched. Deciding admission webhooks
-    run before the cancel, so this must not be called inside ``transaction.atomic``.
+    run before the cancel, so this must not be called inside ``transaction.atomic`` (the durable
+    block raises ``RuntimeError`` if it is).
     """
     outbox = project_access(principal, workspace, project, need=Level.WRITE)
     # No session reaches cancel, so admission sees the agent as "other".
     admission_decide(MESSAGE_CANCEL, principal=principal, project=outbox, session=None)
-    with transaction.atomic():
-        pending = Message.objects.filter(from_project=outbox, state=Message.State.PENDING)
+    with transaction.atomic(durable=True):
+        pending = Message.objects.pending().outbox_of(outbox)
         if message_id is not None:
             pending = pending.filter(pk=message_id)
         cancelled = pending.update(state=Message.State.CANCELLED, cancelled_at=timezone.now())

@@ -7,65 +7,18 @@ existence of a restricted project never leaks.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from django.conf import settings
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from aimemory_site.errors import Forbidden, NotFound
+from aimemory_site.lib.errors import Code, Forbidden, NotFound
+from aimemory_site.lib.principal import Principal
 from projects.models import Grant, Project
-
-if TYPE_CHECKING:
-    from django.contrib.auth.models import User
 
 
 class Level(enum.IntEnum):
     NONE = 0
     READ = 1
     WRITE = 2
-
-
-@dataclass(frozen=True)
-class Principal:
-    """The caller of any surface: the anonymous server, root, or a Django user."""
-
-    kind: str  # "anonymous" | "root" | "user"
-    user: User | None = None
-
-    @classmethod
-    def anonymous(cls) -> Principal:
-        return cls(kind="anonymous")
-
-    @classmethod
-    def root(cls) -> Principal:
-        return cls(kind="root")
-
-    @classmethod
-    def for_user(cls, user: User) -> Principal:
-        # A Django superuser is root for access purposes (the web UI, admin-made users).
-        return cls(kind="root" if user.is_superuser else "user", user=user)
-
-    @property
-    def sees_everything(self) -> bool:
-        return self.kind in ("anonymous", "root")
-
-    @property
-    def owner_name(self) -> str | None:
-        """The name stamped as ``from_owner_user`` on what this caller sends."""
-        if self.user is not None:
-            return self.user.get_username()
-        if self.kind == "root":
-            return settings.AI_MEMORY_ROOT_USERNAME or None
-        return None
-
-    @property
-    def display_name(self) -> str:
-        if self.user is not None:
-            return self.user.get_username()
-        if self.kind == "root":
-            return settings.AI_MEMORY_ROOT_USERNAME or "root"
-        return "anonymous"
 
 
 def project_level(principal: Principal, project: Project, grant_level: str | None) -> Level:
@@ -100,7 +53,7 @@ def project_not_found(workspace: str, project: str) -> NotFound:
     return NotFound(
         f"project {workspace}/{project} not found. Check the workspace and project names; "
         "a project exists once an agent session started there.",
-        code="project_not_found",
+        code=Code.PROJECT_NOT_FOUND,
     )
 
 
@@ -118,7 +71,7 @@ def project_check(principal: Principal, project: Project, *, need: Level) -> Non
     raise Forbidden(
         f"not authorized for {project.workspace.name}/{project.name}: you have read access "
         "and this needs write. Ask the server operator to raise your access.",
-        code="write_access_required",
+        code=Code.WRITE_ACCESS_REQUIRED,
     )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router
 
-from aimemory_site.api import errors, principal_of
+from aimemory_site.lib.api import errors, principal_of
 from projects.access import Level, project_access
 from projects.briefing import briefing_get
 from projects.onstart import onstart_block
@@ -19,7 +19,7 @@ router = Router(tags=["sessions"])
 hooks_router = Router(tags=["hooks"])
 
 
-@router.post("/sessions", response={200: OnStartOut, **errors(403, 404)})
+@router.post("/sessions", response={200: OnStartOut, **errors(404, 409, body=True)})
 def sessions_start(request: HttpRequest, payload: SessionStartIn) -> dict[str, Any]:
     """Register a lifecycle-hook session (creating the project if new); return the on-start block."""
     started = session_start(

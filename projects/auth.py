@@ -9,8 +9,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from aimemory_site.errors import Unauthorized
-from projects.access import Principal
+from aimemory_site.lib.errors import Code, Unauthorized
+from aimemory_site.lib.principal import Principal
 from projects.models import ApiToken
 
 TOKEN_PREFIX = "aim_"
@@ -34,7 +34,7 @@ def auth_enabled() -> bool:
 
 
 def _unauthorized(detail: str) -> Unauthorized:
-    return Unauthorized(detail, code="unauthorized")
+    return Unauthorized(detail, code=Code.UNAUTHORIZED)
 
 
 def principal_from_authorization(header: str | None) -> Principal:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from aimemory_site.lib.principal import Principal
 from messaging.selectors import message_pending_count
-from projects.access import Level, Principal, project_access
+from projects.access import Level, project_access
 from projects.scope import ResolvedScope
 
 

@@ -7,13 +7,11 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
-from aimemory_site.ids import uuid7
+from aimemory_site.lib.agents import AGENT_OTHER
+from aimemory_site.lib.ids import uuid7
+from aimemory_site.lib.names import NAME_PATTERN, NAME_RULE
 
-NAME_PATTERN = r"^(?!\.)[A-Za-z0-9._-]{1,100}$"
-name_validator = RegexValidator(
-    NAME_PATTERN,
-    "Use 1-100 characters of letters, digits, '.', '_' or '-', not starting with a dot.",
-)
+name_validator = RegexValidator(NAME_PATTERN, NAME_RULE[0].upper() + NAME_RULE[1:] + ".")
 
 
 class Workspace(models.Model):
@@ -115,7 +113,7 @@ class AgentSession(models.Model):
 
     session_id = models.CharField(max_length=200, unique=True)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sessions")
-    agent = models.CharField(max_length=40, default="other")
+    agent = models.CharField(max_length=40, default=AGENT_OTHER)
     started_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(default=timezone.now, db_index=True)
 

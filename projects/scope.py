@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from aimemory_site.errors import BadRequest
+from aimemory_site.lib.errors import BadRequest, Code
 from projects.models import Activity, AgentSession, ServerBoot
 
 
@@ -51,7 +51,9 @@ def scope_resolve(
     """
     ws, proj, sid = _clean(workspace), _clean(project), _clean(session_id)
     if bool(ws) != bool(proj):
-        raise BadRequest("workspace and project must be provided together", code="scope_incomplete")
+        raise BadRequest(
+            "workspace and project must be provided together", code=Code.SCOPE_INCOMPLETE
+        )
     if ws:
         return ResolvedScope(ws, proj, ScopeSource.EXPLICIT)
     if sid:
@@ -121,7 +123,7 @@ def scope_require_named(scope: ResolvedScope, operation: str) -> None:
             _REFUSALS[operation].format(
                 ws=scope.workspace, proj=scope.project, source=scope.source.value
             ),
-            code="scope_not_named",
+            code=Code.SCOPE_NOT_NAMED,
         )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import secrets
 from dataclasses import dataclass
 
@@ -10,11 +9,13 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from aimemory_site.errors import BadRequest
-from projects.access import Level, Principal, project_check
+from aimemory_site.lib.agents import AGENT_OTHER, agent_normalize
+from aimemory_site.lib.errors import BadRequest, Code
+from aimemory_site.lib.names import name_invalid_message, name_is_valid
+from aimemory_site.lib.principal import Principal
+from projects.access import Level, project_check
 from projects.auth import TOKEN_PREFIX, token_hash
 from projects.models import (
-    NAME_PATTERN,
     Activity,
     AgentSession,
     ApiToken,
@@ -23,28 +24,18 @@ from projects.models import (
     Workspace,
 )
 
-_NAME_RE = re.compile(NAME_PATTERN)
-AGENT_KINDS = ("claude", "codex", "kimi", "opencode", "gemini", "cursor", "other")
-
 
 def name_validate(kind: str, value: str) -> str:
     """Return ``value`` stripped, or raise BadRequest if it is not a valid name."""
     value = value.strip()
-    if not _NAME_RE.fullmatch(value):
-        raise BadRequest(
-            f"invalid {kind} name {value[:120]!r}: use 1-100 characters of letters, digits, "
-            "'.', '_' or '-', not starting with a dot",
-            code="invalid_name",
-        )
+    if not name_is_valid(value):
+        raise BadRequest(name_invalid_message(kind, value), code=Code.INVALID_NAME)
     return value
 
 
-def agent_normalize(agent: str | None) -> str:
-    """Map a harness's agent name to a known kind; anything else is ``other``."""
-    kind = (agent or "").strip().lower().replace("_", "-")
-    if kind in ("claude-code", "claudecode"):
-        kind = "claude"
-    return kind if kind in AGENT_KINDS else "other"
+def session_agent(session: AgentSession | None) -> str:
+    """The agent kind of what a session does; without a session it is ``other``."""
+    return session.agent if session is not None else AGENT_OTHER
 
 
 def activity_record(
@@ -127,7 +118,7 @@ def session_start(
     """
     session_id = session_id.strip()
     if not session_id or len(session_id) > 200:
-        raise BadRequest("session_id must be 1-200 characters", code="invalid_session_id")
+        raise BadRequest("session_id must be 1-200 characters", code=Code.INVALID_SESSION_ID)
     target, created = project_get_or_create(
         principal=principal, workspace=workspace, project=project
     )
@@ -140,7 +131,7 @@ def session_start(
     if not session_created:
         session.project = target
         session.last_seen_at = now
-        if kind != "other":
+        if kind != AGENT_OTHER:
             session.agent = kind
         session.save(update_fields=["project", "last_seen_at", "agent"])
     if session_created:

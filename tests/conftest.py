@@ -17,7 +17,7 @@ from django.core.servers.basehttp import ThreadedWSGIServer
 from django.test import Client
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from projects.access import Principal
+from aimemory_site.lib.principal import Principal
 from projects.models import Grant, Project
 from projects.services import api_token_issue, project_get_or_create
 

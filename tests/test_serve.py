@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -20,14 +18,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from aimemory_site.binding import is_loopback
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+from aimemory_site.lib.binding import is_loopback
+from tests.servers import free_port, wait_healthy
 
 
 def _serve(data_dir: Path, *args: str, **env: str) -> subprocess.Popen[bytes]:
@@ -60,28 +52,12 @@ def _fresh_postgres_database() -> Iterator[str]:
             )
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 60) -> int:
-    """Poll /healthz until it answers (the server is starting up), bounded in time."""
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            output = proc.stdout.read().decode() if proc.stdout else ""
-            raise AssertionError(f"server exited with {proc.returncode}:\n{output}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                status: int = response.status
-                return status
-        except (urllib.error.URLError, ConnectionError):
-            time.sleep(0.2)  # polling a process we do not control; no barrier exists
-    raise AssertionError(f"{url} did not answer within {deadline_s}s")
-
-
 @pytest.mark.slow
 def test_serve_answers_healthz_from_a_fresh_data_dir(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     proc = _serve(tmp_path / "data", "--bind", f"127.0.0.1:{port}")
     try:
-        assert _wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
+        assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
         assert (tmp_path / "data" / "ai-memory.sqlite3").exists()
         assert (tmp_path / "data" / "static" / "admin").is_dir()  # static files collected
     finally:
@@ -96,11 +72,11 @@ def test_serve_answers_healthz_from_a_fresh_data_dir(tmp_path: Path) -> None:
     reason="runs when the suite runs on PostgreSQL (DATABASE_URL=postgres://...)",
 )
 def test_serve_on_postgresql_runs_several_workers(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     with _fresh_postgres_database() as database_url:
         proc = _serve(tmp_path / "data", "--bind", f"127.0.0.1:{port}", DATABASE_URL=database_url)
         try:
-            assert _wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
+            assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz") as response:
                 assert json.load(response)["database"] == "postgresql"
         finally:
@@ -111,7 +87,7 @@ def test_serve_on_postgresql_runs_several_workers(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_anonymous_serve_refuses_a_public_address(tmp_path: Path) -> None:
-    proc = _serve(tmp_path / "data", "--bind", f"0.0.0.0:{_free_port()}")
+    proc = _serve(tmp_path / "data", "--bind", f"0.0.0.0:{free_port()}")
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode == 2
     assert b"refusing to serve anonymously" in output
@@ -119,11 +95,11 @@ def test_anonymous_serve_refuses_a_public_address(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_anonymous_serve_on_a_public_address_runs_once_allowed(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     proc = _serve(tmp_path / "data", "--bind", f"0.0.0.0:{port}", AI_MEMORY_ALLOW_ANONYMOUS="1")
     try:
         # Reached over loopback only; 0.0.0.0 includes it.
-        assert _wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
+        assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
     finally:
         proc.terminate()
         proc.communicate(timeout=30)

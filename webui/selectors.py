@@ -14,17 +14,17 @@ from uuid import UUID
 
 from django.db.models import OuterRef, Subquery
 
+from aimemory_site.lib.limits import LIST_LIMIT_MAX
+from aimemory_site.lib.principal import Principal
 from messaging.models import Message
 from messaging.selectors import message_pending_count, pending_counts
-from projects.access import Principal, readable_projects
+from projects.access import readable_projects
 from projects.models import Activity, Project
 
 MAILBOX_LIMIT = 5
 SUMMARY_NAMED_LIMIT = 5
 SNIPPET_CHARS = 160
 RECENT_ACTIVITY_LIMIT = 20
-# The CLI lists at most this many messages at a time; the capped mailbox points to it.
-CLI_LIST_LIMIT = 200
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,8 @@ class ProjectPage:
 
     @property
     def cli_list_limit(self) -> int:
-        return CLI_LIST_LIMIT
+        """The CLI lists at most this many at a time; the capped mailbox points to it."""
+        return LIST_LIMIT_MAX
 
 
 def _name_of(project: Project) -> ProjectName:
@@ -184,9 +185,10 @@ def project_page(principal: Principal, workspace: str | None, project: str | Non
     if found is None:
         return _empty_page(ProjectName(workspace=workspace, project=project))
     messages = list(
-        Message.objects.filter(to_project=found, state=Message.State.PENDING)
+        Message.objects.pending()
+        .inbox_of(found)
         .select_related("from_project__workspace")
-        .order_by("created_at", "id")[:MAILBOX_LIMIT]
+        .oldest_first()[:MAILBOX_LIMIT]
     )
     total = message_pending_count(project=found)
     activities = list(

@@ -16,7 +16,7 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
-from projects.access import Principal
+from aimemory_site.lib.principal import Principal
 from projects.auth import auth_enabled
 from webui.selectors import home_page, project_page
 

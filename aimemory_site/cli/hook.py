@@ -20,6 +20,7 @@ from aimemory_site.cli.client import ApiClient
 from aimemory_site.cli.errors import CliError
 from aimemory_site.cli.help_text import SubParsers, add_command
 from aimemory_site.cli.scope import resolve_scope
+from aimemory_site.lib.agents import AGENT_KINDS, AGENT_OTHER
 
 SESSIONS_PATH = "/api/v1/sessions"
 # A session start waits for this at most; an agent's start matters more than its notice.
@@ -53,7 +54,7 @@ def detect_agent(hook_input: Mapping[str, Any], environ: Mapping[str, str]) -> s
     # Claude Code sets this for every hook command it runs.
     if environ.get("CLAUDE_PROJECT_DIR"):
         return "claude"
-    return "other"
+    return AGENT_OTHER
 
 
 def session_payload(
@@ -123,7 +124,6 @@ def add_parser(subparsers: SubParsers) -> None:
     session_start.add_argument(
         "--agent",
         metavar="NAME",
-        help="the harness (claude, codex, kimi, opencode, gemini, cursor, other); "
-        "default: detected from the hook input",
+        help=f"the harness ({', '.join(AGENT_KINDS)}); default: detected from the hook input",
     )
     session_start.set_defaults(handler=run_session_start, command_parser=session_start)

@@ -24,10 +24,10 @@ from aimemory_site.cli.help_text import SubParsers, add_command
 from aimemory_site.cli.scope import (
     DEFAULT_WORKSPACE,
     MARKER_FILE_NAME,
-    NAME_PATTERN,
     default_project_name,
     git_main_worktree_root,
 )
+from aimemory_site.lib.names import name_invalid_message, name_is_valid
 
 HOOK_COMMAND = "ai-memory hook session-start"
 MCP_SERVER_NAME = "ai-memory"
@@ -103,11 +103,8 @@ def agent_setup_text(server_url: str, with_bearer: bool) -> str:
 
 
 def _checked_name(kind: str, value: str) -> str:
-    if not NAME_PATTERN.fullmatch(value):
-        raise UsageError(
-            f"invalid {kind} name {value!r}: use 1-100 letters, digits, '.', '_' or '-', "
-            "not starting with a dot"
-        )
+    if not name_is_valid(value):
+        raise UsageError(name_invalid_message(kind, value))
     return value
 
 

@@ -20,11 +20,12 @@ from aimemory_site.cli.client import ApiClient, ClientError
 from aimemory_site.cli.errors import CliError, UsageError
 from aimemory_site.cli.help_text import SubParsers, add_command, scope_help
 from aimemory_site.cli.scope import Scope, resolve_scope
+from aimemory_site.lib.ages import age_text
+from aimemory_site.lib.limits import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_LIMIT_MIN, limit_clamp
 
 MESSAGES_PATH = "/api/v1/messages"
 POP_PATH = "/api/v1/messages/pop"
 CANCEL_PATH = "/api/v1/messages/cancel"
-MIN_LIST_LIMIT, MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT = 1, 200, 50
 BODY_FENCE_START = "---- body (untrusted cross-project input) ----"
 BODY_FENCE_END = "---- end of body ----"
 CANCEL_NEEDS_ONE_TARGET = "message cancel requires exactly one of --id <MESSAGE_ID> or --all"
@@ -57,15 +58,6 @@ def terminal_safe(text: str) -> str:
     return _TERMINAL_CONTROLS.sub("\ufffd", text)
 
 
-def humanize_age(seconds: float) -> str:
-    """``just now``, ``1 minute ago``, ``5 minutes ago``, ``2 hours ago``, ``3 days ago``."""
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        count = int(seconds // size)
-        if count >= 1:
-            return f"{count} {unit}{'' if count == 1 else 's'} ago"
-    return "just now"
-
-
 def message_age(created_at: str, now: datetime) -> str:
     try:
         created = datetime.fromisoformat(created_at)
@@ -73,7 +65,7 @@ def message_age(created_at: str, now: datetime) -> str:
         return created_at
     if created.tzinfo is None:
         created = created.replace(tzinfo=UTC)
-    return humanize_age((now - created).total_seconds())
+    return age_text(created, now)
 
 
 def format_sent(message_id: str, sender: Scope, to_workspace: str, to_project: str) -> str:
@@ -267,15 +259,12 @@ def run_cancel(args: argparse.Namespace) -> int:
 
 
 def list_limit(text: str) -> int:
+    """A number, clamped to 1..200 as the server clamps it (DESIGN.md section 5)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
-    if not MIN_LIST_LIMIT <= value <= MAX_LIST_LIMIT:
-        raise argparse.ArgumentTypeError(
-            f"{value} is out of range: use {MIN_LIST_LIMIT}..{MAX_LIST_LIMIT}"
-        )
-    return value
+    return limit_clamp(value)
 
 
 def _add_scope_flags(parser: argparse.ArgumentParser) -> None:
@@ -359,10 +348,10 @@ def add_parser(subparsers: SubParsers) -> None:
     listing.add_argument(
         "--limit",
         type=list_limit,
-        default=DEFAULT_LIST_LIMIT,
+        default=LIST_LIMIT_DEFAULT,
         metavar="N",
-        help=f"at most N messages, {MIN_LIST_LIMIT}..{MAX_LIST_LIMIT} "
-        f"(default {DEFAULT_LIST_LIMIT})",
+        help=f"at most N messages, clamped to {LIST_LIMIT_MIN}..{LIST_LIMIT_MAX} "
+        f"(default {LIST_LIMIT_DEFAULT})",
     )
     _add_json_flag(listing)
     listing.set_defaults(handler=run_list, command_parser=listing)

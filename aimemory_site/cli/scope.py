@@ -14,7 +14,6 @@ The order, as ``ai-memory handoffs`` resolves it upstream:
 
 from __future__ import annotations
 
-import re
 import subprocess
 import tomllib
 from collections.abc import Mapping
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aimemory_site.cli.errors import CliError
+from aimemory_site.lib.names import name_from_directory
 
 MARKER_FILE_NAME = ".ai-memory.toml"
 IGNORE_MARKER_ENV = "AI_MEMORY_IGNORE_MARKER"
@@ -29,9 +29,6 @@ HOST_CWD_ENV = "AI_MEMORY_HOST_CWD"
 DEFAULT_WORKSPACE = "default"
 # The name of last resort, for a directory whose name has no usable character ("/").
 FALLBACK_PROJECT = "default"
-# A project name must be 1-100 of these, not starting with a dot (DESIGN.md section 4).
-NAME_PATTERN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
-_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 GIT_TIMEOUT_SECONDS = 5.0
 _TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 
@@ -149,8 +146,7 @@ def project_name_from(directory_name: str) -> str:
     Derived names only: a name the server refuses would make the session-start hook fail
     silently for that directory forever.
     """
-    name = _INVALID_NAME_CHARS.sub("-", directory_name).lstrip(".")[:100]
-    return name or FALLBACK_PROJECT
+    return name_from_directory(directory_name) or FALLBACK_PROJECT
 
 
 def repository_project_name(directory: Path) -> str:

@@ -6,8 +6,8 @@ import argparse
 import os
 import sys
 
-from aimemory_site.binding import is_loopback
 from aimemory_site.cli.help_text import SubParsers, add_command
+from aimemory_site.lib.binding import is_loopback
 
 
 def add_parser(subparsers: SubParsers) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.http import HttpResponse
 
-from aimemory_site.errors import AppError
+from aimemory_site.lib.errors import AppError
 
 HANDSHAKE_VERSIONS = ("2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[-1]

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from aimemory_site.lib.mcp_tool import Tool
+from aimemory_site.lib.principal import Principal
 from aimemory_site.mcp.protocol import (
     CLIENT_CAPABILITIES_META,
     HANDSHAKE_VERSIONS,
@@ -44,9 +46,7 @@ from aimemory_site.mcp.protocol import (
     rpc_result,
     unsupported_version,
 )
-from aimemory_site.mcp.tools import Tool
 from messaging.mcp_tools import MESSAGING_TOOLS
-from projects.access import Principal
 
 logger = logging.getLogger(__name__)
 

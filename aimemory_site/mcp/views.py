@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from aimemory_site.errors import Forbidden, Unauthorized
+from aimemory_site.lib.errors import Code, Forbidden, NotFound, Unauthorized, error_response
 from aimemory_site.mcp.protocol import app_error_reply
 from aimemory_site.mcp.server import handle_body
 from projects.auth import principal_from_authorization
@@ -29,7 +29,7 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         refused = Forbidden(
             f"requests from origin {request.headers['Origin']!r} are refused: MCP clients "
             "send no Origin, and a browser page may only call this server from itself",
-            code="origin_not_allowed",
+            code=Code.ORIGIN_NOT_ALLOWED,
         )
         return app_error_reply(refused).response()
     try:
@@ -74,10 +74,9 @@ def well_known_not_found(request: HttpRequest, rest: str) -> JsonResponse:
     Clients probe these after a 401. An HTML page would make them fail to parse it; a 200
     would start an OAuth flow.
     """
-    return JsonResponse(
-        {
-            "detail": "this server offers no OAuth; send Authorization: Bearer <token>",
-            "code": "oauth_not_offered",
-        },
-        status=404,
+    return error_response(
+        NotFound(
+            "this server offers no OAuth; send Authorization: Bearer <token>",
+            code=Code.OAUTH_NOT_OFFERED,
+        )
     )

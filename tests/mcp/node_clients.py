@@ -18,7 +18,10 @@ from pathlib import Path
 import pytest
 
 CACHE_DIR = Path.home() / ".cache" / "ai-memory-tests"
-CLAUDE_CODE_PREFIX = CACHE_DIR / "claude-code"
+# Pinned, like the Python tools: a new release must not change what the tests prove.
+CLAUDE_CODE_VERSION = "2.1.332"
+CLAUDE_CODE_PACKAGE = f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"
+CLAUDE_CODE_PREFIX = CACHE_DIR / f"claude-code-{CLAUDE_CODE_VERSION}"
 CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance@0.1.12"
 # Generous: a cold npm fetch on a slow link. A warm cache answers in seconds.
 FETCH_TIMEOUT_SECONDS = 600
@@ -84,8 +87,8 @@ def claude_code_cli() -> Path:
     with _install_lock():
         if not claude.exists():
             _fetched_or_skip(
-                [npm, "install", "--prefix", str(CLAUDE_CODE_PREFIX), "@anthropic-ai/claude-code"],
-                "@anthropic-ai/claude-code",
+                [npm, "install", "--prefix", str(CLAUDE_CODE_PREFIX), CLAUDE_CODE_PACKAGE],
+                CLAUDE_CODE_PACKAGE,
             )
     return claude
 

@@ -19,9 +19,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 from pytest_django.live_server_helper import LiveServer
 
+from aimemory_site.lib.principal import Principal
 from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
-from projects.access import Principal
 from projects.services import session_start
 from tests.conftest import A, B, Persona, make_project
 from tests.mcp.test_handshake_era import TOOL_NAMES

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
+from aimemory_site.lib.mcp_tool import Tool, ToolCall
+from aimemory_site.lib.principal import Principal
 from aimemory_site.mcp import server
-from aimemory_site.mcp.tools import Tool, ToolCall
 from messaging import services
 from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
-from projects.access import Principal
 from projects.models import AgentSession, Project
 from projects.scope import scope_hint, scope_resolve
 from projects.services import session_start

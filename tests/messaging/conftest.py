@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from aimemory_site.lib.principal import Principal
 from messaging.models import Message
 from messaging.services import message_send
-from projects.access import Principal
 
 ANON = Principal.anonymous()
 

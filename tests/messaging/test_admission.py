@@ -27,8 +27,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from aimemory_site.errors import Forbidden
-from messaging import admission
+from aimemory_site.lib.errors import Forbidden
+from messaging import admission, admission_config
 from messaging.admission import AdmissionRefused
 from messaging.models import Message
 from messaging.services import message_cancel, message_pop
@@ -169,7 +169,7 @@ def observer(receiver: Receiver, path: str, *events: str, **extra: Any) -> dict[
     return {
         "name": path.strip("/"),
         "url": receiver.url(path),
-        "events": list(events or admission.OPS),
+        "events": list(events or admission_config.OPS),
         **extra,
     }
 

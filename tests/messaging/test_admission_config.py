@@ -13,7 +13,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from messaging.admission import (
+from messaging.admission_config import (
     MAX_ADMISSION_WEBHOOKS,
     AdmissionWebhook,
     admission_webhooks_configured,

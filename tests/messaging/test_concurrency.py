@@ -17,8 +17,8 @@ import httpx
 import pytest
 from pytest_django.live_server_helper import LiveServer
 
+from messaging.limits import MAX_PENDING_PER_INBOX
 from messaging.models import Message
-from messaging.services import MAX_PENDING_PER_INBOX
 from projects.models import Project
 from tests.conftest import make_project
 

@@ -6,7 +6,7 @@ from uuid import UUID
 
 import pytest
 
-from aimemory_site.errors import Forbidden
+from aimemory_site.lib.errors import Forbidden
 from messaging.models import Message
 from messaging.services import message_pop
 from projects.models import Activity, Project

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from aimemory_site.errors import BadRequest, Conflict, Forbidden, NotFound
+from aimemory_site.lib.errors import BadRequest, Conflict, Forbidden, NotFound
+from messaging.limits import MAX_PENDING_PER_INBOX
 from messaging.models import Message
-from messaging.services import MAX_PENDING_PER_INBOX, message_pop
+from messaging.services import message_pop
 from projects.models import Activity, Project
 from tests.conftest import Persona, make_project
 from tests.messaging.conftest import ANON, send

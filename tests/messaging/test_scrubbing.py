@@ -14,6 +14,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from pytest_django.fixtures import Settings as SettingsWrapper
 
+from aimemory_site.lib.limits import text_cap
 from messaging.scrubbing import (
     BUILTIN_PATTERNS,
     PREFILTERS,
@@ -22,7 +23,6 @@ from messaging.scrubbing import (
     Scrubber,
     scrubber_builtin,
     scrubber_configured,
-    text_cap,
 )
 
 ALNUM36 = "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC2eF4hJ6"
@@ -368,36 +368,6 @@ def test_cap_before_scrub_would_leak_a_token_prefix() -> None:
     body = "a" * 7990 + " " + GHP
     wrong_order = _scrub(text_cap(body, 8000, "message body"))
     assert GHP[:9] in wrong_order
-
-
-# --- text_cap ---------------------------------------------------------------------------
-
-
-def test_long_text_is_cut_with_a_marker_counting_omitted_chars() -> None:
-    assert text_cap("abcdefghij", 4, "message body") == (
-        "abcd\n[message body truncated; 6 chars omitted]"
-    )
-
-
-def test_text_of_exactly_the_limit_is_unchanged() -> None:
-    assert text_cap("x" * 200, 200, "message subject") == "x" * 200
-
-
-def test_short_text_is_unchanged() -> None:
-    assert text_cap("hi", 8000, "message body") == "hi"
-
-
-def test_cap_counts_characters_not_bytes() -> None:
-    text = "é" * 5 + "🙂" * 5
-    assert text_cap(text, 6, "message subject") == (
-        "ééééé🙂\n[message subject truncated; 4 chars omitted]"
-    )
-    assert text_cap(text, 10, "message subject") == text
-
-
-def test_negative_cap_is_rejected() -> None:
-    with pytest.raises(ValueError, match="negative"):
-        text_cap("abc", -1, "message body")
 
 
 # --- [sanitize] configuration -----------------------------------------------------------

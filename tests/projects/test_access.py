@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from aimemory_site.errors import Forbidden, NotFound
-from projects.access import Level, Principal, project_access, readable_projects
+from aimemory_site.lib.errors import Forbidden, NotFound
+from aimemory_site.lib.principal import Principal
+from projects.access import Level, project_access, readable_projects
 from projects.models import Project
 from tests.conftest import ApiCall, Persona
 

@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from aimemory_site.errors import BadRequest
-from projects.access import Principal
+from aimemory_site.lib.errors import BadRequest
+from aimemory_site.lib.principal import Principal
 from projects.models import Activity, AgentSession, ServerBoot
 from projects.scope import (
     ResolvedScope,

@@ -8,9 +8,9 @@ import re
 from django.http import HttpResponse
 from django.test import Client
 
+from aimemory_site.lib.principal import Principal
 from messaging.models import Message
 from messaging.services import message_send
-from projects.access import Principal
 
 _INLINE_TAG = re.compile(r"</?(?:a|code|span|time)\b[^>]*>")
 _TAG = re.compile(r"<[^>]+>")

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
 from pytest_django.live_server_helper import LiveServer
 
 from tests.conftest import Persona, make_project
@@ -180,3 +180,22 @@ def test_with_auth_on_a_user_signs_in_to_see_their_projects(
     expect(page).to_have_url(f"{live_server.url}/web/")
     expect(page.get_by_role("link", name="alices-notes")).to_be_visible()
     expect(page.get_by_role("navigation", name="Main")).to_contain_text("alice")
+
+
+def test_api_docs_load_with_no_internet(live_server: LiveServer, browser: Browser) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    foreign: list[str] = []
+
+    def only_this_server(route: Route) -> None:
+        if route.request.url.startswith(live_server.url):
+            route.continue_()
+        else:
+            foreign.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_this_server)
+    page.goto(f"{live_server.url}/api/v1/docs")
+    expect(page.locator(".opblock-summary-path", has_text="/api/v1/messages/pop")).to_be_visible()
+    expect(page.locator(".opblock").first).to_be_visible()
+    assert foreign == []
+    shoot(page, "api-docs")

@@ -7,9 +7,9 @@ import re
 import pytest
 from django.test import Client
 
+from aimemory_site.lib.principal import Principal
 from messaging.models import Message
 from messaging.services import message_pop
-from projects.access import Principal
 from projects.models import Project
 from tests.conftest import Persona, make_project
 from tests.webui.conftest import deliver, element, page, section, text_of, without_csrf_token

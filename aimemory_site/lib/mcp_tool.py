@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aimemory_site.errors import AppError, BadRequest
-from projects.access import Principal
+from aimemory_site.lib.errors import AppError, BadRequest, Code
+from aimemory_site.lib.principal import Principal
 
 # The JSON Schema subset the argument check implements. Tool schemas may use nothing
 # else (Tool checks that when it is declared), so the check never silently ignores a
@@ -116,7 +116,7 @@ class Tool:
         if not isinstance(arguments, dict):
             raise BadRequest(
                 f"{self.name}: arguments must be an object. {self._signature()}",
-                code="invalid_arguments",
+                code=Code.INVALID_ARGUMENTS,
             )
         properties: dict[str, dict[str, Any]] = self.input_schema["properties"]
         problems = [f"unknown argument {name!r}" for name in arguments if name not in properties]
@@ -137,7 +137,7 @@ class Tool:
         if problems:
             raise BadRequest(
                 f"{self.name}: {'; '.join(problems)}. {self._signature()}",
-                code="invalid_arguments",
+                code=Code.INVALID_ARGUMENTS,
             )
         return checked
 

@@ -1,0 +1,120 @@
+"""The JSON API's shared pieces: the error schema, bearer auth, ``principal_of`` and the
+one mapping of errors to responses.
+
+The app routers import these; ``aimemory_site.api`` builds the ``NinjaAPI`` objects and
+mounts the routers. Keeping the pieces here, below the apps, is what lets ``import
+messaging.api`` work on its own (no cycle through the API object).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI, Schema
+from ninja.errors import AuthenticationError, HttpError
+from ninja.errors import ValidationError as NinjaValidationError
+from ninja.security import HttpBearer
+
+from aimemory_site.lib.errors import AppError, Code, error_body
+from aimemory_site.lib.principal import Principal
+
+
+class ErrorOut(Schema):
+    detail: str
+    code: str
+
+
+# Every route may answer these; each route adds its own (404, 409, ...).
+COMMON_ERRORS: dict[int, type[Schema]] = {
+    400: ErrorOut,
+    401: ErrorOut,
+    403: ErrorOut,
+    413: ErrorOut,
+    422: ErrorOut,
+}
+
+
+def errors(*statuses: int, body: bool = False) -> dict[int, Any]:
+    """The error part of a route's ``response=`` mapping, for the OpenAPI document.
+
+    ``body``: the route takes a JSON body, so anything else gets 415.
+    """
+    extra = (*statuses, 415) if body else statuses
+    return {**COMMON_ERRORS, **dict.fromkeys(extra, ErrorOut)}
+
+
+Authenticator = Callable[[str | None], Principal]
+
+
+class BearerAuth(HttpBearer):
+    """Bearer token, root token or an anonymous server (DESIGN.md section 8).
+
+    ``authenticate_header`` turns the ``Authorization`` header (or its absence) into a
+    Principal or raises ``Unauthorized``; the rule itself lives in ``projects.auth``.
+    """
+
+    def __init__(self, authenticate_header: Authenticator) -> None:
+        super().__init__()
+        self._authenticate_header = authenticate_header
+
+    def __call__(self, request: HttpRequest) -> Principal:
+        return self._authenticate_header(request.headers.get("Authorization"))
+
+    def authenticate(self, request: HttpRequest, token: str) -> Principal:  # pragma: no cover
+        return self._authenticate_header(f"Bearer {token}")
+
+
+def principal_of(request: HttpRequest) -> Principal:
+    """The authenticated caller of a ninja route (set by BearerAuth)."""
+    principal = getattr(request, "auth", None)
+    assert isinstance(principal, Principal)
+    return principal
+
+
+_SOURCES = {"body", "query", "path", "header", "cookie", "form"}
+_PARAMETER_NAMES = {"payload", "query"}
+
+
+def _field_path(loc: Any) -> list[Any]:
+    """Drop ninja's ("body", "payload") prefix so an error names the client's field."""
+    path = list(loc)
+    if path and path[0] in _SOURCES:
+        path = path[1:]
+    if len(path) > 1 and path[0] in _PARAMETER_NAMES:
+        path = path[1:]
+    return path
+
+
+def error_handlers_install(target: NinjaAPI) -> None:
+    """Map every error a route can raise to ``{"detail", "code"}`` with its status."""
+
+    @target.exception_handler(AppError)
+    def on_app_error(request: HttpRequest, exc: AppError) -> HttpResponse:
+        return target.create_response(request, error_body(exc), status=exc.http_status)
+
+    @target.exception_handler(NinjaValidationError)
+    def on_validation_error(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
+        parts = []
+        for err in exc.errors:
+            where = ".".join(str(x) for x in _field_path(err.get("loc", ())))
+            parts.append(f"{where}: {err.get('msg', 'invalid')}" if where else err.get("msg", ""))
+        invalid = AppError("invalid request: " + "; ".join(parts), code=Code.VALIDATION_ERROR)
+        body = error_body(
+            invalid,
+            errors=[
+                {k: v for k, v in err.items() if k in ("loc", "msg", "type")} for err in exc.errors
+            ],
+        )
+        return target.create_response(request, body, status=422)
+
+    @target.exception_handler(AuthenticationError)
+    def on_auth_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+        body = error_body(AppError("authentication required", code=Code.UNAUTHORIZED))
+        return target.create_response(request, body, status=401)
+
+    @target.exception_handler(HttpError)
+    def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+        body = error_body(AppError(str(exc), code=f"http_{exc.status_code}"))
+        return target.create_response(request, body, status=exc.status_code)

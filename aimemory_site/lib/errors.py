@@ -1,0 +1,108 @@
+"""The one error hierarchy of the project, its machine codes and its JSON body.
+
+Services and selectors raise these; each surface (JSON API, MCP, CLI, web) maps them once.
+Every error carries a machine ``code``, an HTTP status and a human message that tells the
+caller what to do. Every JSON error body is built by ``error_body``.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from django.http import JsonResponse
+
+
+class Code(enum.StrEnum):
+    """Every machine code an error answer may carry (the ``code`` of the JSON body)."""
+
+    BAD_REQUEST = "bad_request"
+    UNAUTHORIZED = "unauthorized"
+    FORBIDDEN = "forbidden"
+    NOT_FOUND = "not_found"
+    CONFLICT = "conflict"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    INVALID = "invalid"
+    VALIDATION_ERROR = "validation_error"
+    # Requests
+    ORIGIN_NOT_ALLOWED = "origin_not_allowed"
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    INVALID_TEXT = "invalid_text"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    OAUTH_NOT_OFFERED = "oauth_not_offered"
+    # Projects, sessions and scopes
+    INVALID_NAME = "invalid_name"
+    PROJECT_NOT_FOUND = "project_not_found"
+    WRITE_ACCESS_REQUIRED = "write_access_required"
+    INVALID_SESSION_ID = "invalid_session_id"
+    SESSION_TAKEN = "session_taken"
+    SCOPE_INCOMPLETE = "scope_incomplete"
+    SCOPE_NOT_NAMED = "scope_not_named"
+    # Messages
+    EMPTY_BODY = "empty_body"
+    INVALID_BOX = "invalid_box"
+    INVALID_MESSAGE_ID = "invalid_message_id"
+    CANCEL_TARGET = "cancel_target"
+    INBOX_FULL = "inbox_full"
+    ADMISSION_REFUSED = "admission_refused"
+
+
+class AppError(Exception):
+    code: str = Code.BAD_REQUEST
+    http_status = 400
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+
+class BadRequest(AppError):
+    code = Code.BAD_REQUEST
+    http_status = 400
+
+
+class Unauthorized(AppError):
+    code = Code.UNAUTHORIZED
+    http_status = 401
+
+
+class Forbidden(AppError):
+    code = Code.FORBIDDEN
+    http_status = 403
+
+
+class NotFound(AppError):
+    code = Code.NOT_FOUND
+    http_status = 404
+
+
+class Conflict(AppError):
+    code = Code.CONFLICT
+    http_status = 409
+
+
+class PayloadTooLarge(AppError):
+    code = Code.PAYLOAD_TOO_LARGE
+    http_status = 413
+
+
+class UnsupportedMediaType(AppError):
+    code = Code.UNSUPPORTED_MEDIA_TYPE
+    http_status = 415
+
+
+class Invalid(AppError):
+    code = Code.INVALID
+    http_status = 422
+
+
+def error_body(exc: AppError, **extra: Any) -> dict[str, Any]:
+    """The JSON body of every error answer: ``{"detail": ..., "code": ...}`` (plus extra)."""
+    return {"detail": exc.message, "code": str(exc.code), **extra}
+
+
+def error_response(exc: AppError) -> JsonResponse:
+    """``exc`` as a JSON answer with its own status, for views outside django-ninja."""
+    return JsonResponse(error_body(exc), status=exc.http_status)

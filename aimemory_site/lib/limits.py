@@ -1,0 +1,35 @@
+"""Limits shared by every surface: the list limit and the text cap.
+
+Django-free: the CLI clamps ``--limit`` with it, exactly as the server does.
+"""
+
+from __future__ import annotations
+
+LIST_LIMIT_MIN = 1
+LIST_LIMIT_DEFAULT = 50
+LIST_LIMIT_MAX = 200
+
+
+def limit_clamp(limit: int | None) -> int:
+    """Clamp a list limit to 1..200 (default 50): out-of-range values are clamped."""
+    if limit is None:
+        return LIST_LIMIT_DEFAULT
+    return max(LIST_LIMIT_MIN, min(LIST_LIMIT_MAX, limit))
+
+
+def text_cap(text: str, limit: int, label: str) -> str:
+    """If longer than ``limit`` chars, keep the first ``limit`` chars and append
+    ``f"\\n[{label} truncated; {n} chars omitted]"`` where n = chars dropped; else
+    return ``text`` unchanged. Lengths are in characters (code points), not bytes.
+    """
+    if limit < 0:
+        raise ValueError(f"limit must not be negative, got {limit}")
+    omitted = len(text) - limit
+    if omitted <= 0:
+        return text
+    return text[:limit] + truncation_marker(label, omitted)
+
+
+def truncation_marker(label: str, omitted: int) -> str:
+    """The line appended to a capped text: ``\n[{label} truncated; {n} chars omitted]``."""
+    return f"\n[{label} truncated; {omitted} chars omitted]"

@@ -1,0 +1,57 @@
+"""Who calls: the anonymous server, root, or a Django user (DESIGN.md section 8).
+
+What a principal may do with a project is decided in ``projects.access``; this is only
+the caller's identity, which every surface and the MCP tool contract pass along.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The caller of any surface: the anonymous server, root, or a Django user."""
+
+    kind: str  # "anonymous" | "root" | "user"
+    user: User | None = None
+
+    @classmethod
+    def anonymous(cls) -> Principal:
+        return cls(kind="anonymous")
+
+    @classmethod
+    def root(cls) -> Principal:
+        return cls(kind="root")
+
+    @classmethod
+    def for_user(cls, user: User) -> Principal:
+        # A Django superuser is root for access purposes (the web UI, admin-made users).
+        return cls(kind="root" if user.is_superuser else "user", user=user)
+
+    @property
+    def sees_everything(self) -> bool:
+        return self.kind in ("anonymous", "root")
+
+    @property
+    def owner_name(self) -> str | None:
+        """The name stamped as ``from_owner_user`` on what this caller sends."""
+        if self.user is not None:
+            return self.user.get_username()
+        if self.kind == "root":
+            return settings.AI_MEMORY_ROOT_USERNAME or None
+        return None
+
+    @property
+    def display_name(self) -> str:
+        if self.user is not None:
+            return self.user.get_username()
+        if self.kind == "root":
+            return settings.AI_MEMORY_ROOT_USERNAME or "root"
+        return "anonymous"
