@@ -119,6 +119,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "aimemory_site.middleware.RequestSizeLimitMiddleware",
+    # Origin, media type and text checks of every request, before any view parses it.
+    "aimemory_site.middleware.RequestGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -50,7 +50,10 @@ def _object(properties: dict[str, Any], *required: str) -> dict[str, Any]:
 
 def _scope(call: ToolCall, workspace: str = "workspace", project: str = "project") -> ResolvedScope:
     return scope_resolve(
-        workspace=call.text(workspace), project=call.text(project), session_id=call.session_id
+        principal=call.principal,
+        workspace=call.text(workspace),
+        project=call.text(project),
+        session_id=call.session_id,
     )
 
 

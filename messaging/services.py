@@ -87,13 +87,13 @@ def message_send(
     """Put a message in the recipient's inbox, or raise and write nothing.
 
     Needs write on the recipient, which must exist (a typo is rejected, never turned into
-    a dead inbox), and read on the sender, so nobody signs as a project they cannot see.
+    a dead inbox), and write on the sender: signing as a project is acting as it.
     Deciding admission webhooks run before anything is written, so this must not be
     called inside ``transaction.atomic`` (the durable block raises ``RuntimeError`` if it
     is).
     """
     recipient = project_access(principal, to_workspace, to_project, need=Level.WRITE)
-    sender = project_access(principal, from_workspace, from_project, need=Level.READ)
+    sender = project_access(principal, from_workspace, from_project, need=Level.WRITE)
     clean_body = body_clean(body)
     clean_subject = subject_clean(subject)
     agent = session_agent(from_session)

@@ -35,8 +35,11 @@ def sessions_start(request: HttpRequest, payload: SessionStartIn) -> dict[str, A
 @router.get("/briefing", response={200: BriefingOut, **errors(404)}, tags=["messages"])
 def briefing(request: HttpRequest, workspace: str, project: str) -> dict[str, Any]:
     """The project's briefing: its scope and how many messages wait in its inbox."""
-    scope = scope_resolve(workspace=workspace, project=project, session_id=None)
-    return briefing_get(principal=principal_of(request), scope=scope)
+    principal = principal_of(request)
+    scope = scope_resolve(
+        principal=principal, workspace=workspace, project=project, session_id=None
+    )
+    return briefing_get(principal=principal, scope=scope)
 
 
 @hooks_router.get("/handoff", response={200: OnStartOut, **errors(404)})

@@ -114,6 +114,9 @@ class AgentSession(models.Model):
     session_id = models.CharField(max_length=200, unique=True)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sessions")
     agent = models.CharField(max_length=40, default=AGENT_OTHER)
+    # The principal that registered the session id (``Principal.key``): only it may use
+    # the id, so nobody can move or act through another caller's session.
+    principal_key = models.CharField(max_length=64, blank=True)
     started_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(default=timezone.now, db_index=True)
 

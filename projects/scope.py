@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from aimemory_site.lib.errors import BadRequest, Code
+from aimemory_site.lib.principal import Principal
+from projects.access import readable_projects
 from projects.models import Activity, AgentSession, ServerBoot
 
 
@@ -43,11 +45,19 @@ def _clean(value: str | None) -> str:
 
 
 def scope_resolve(
-    *, workspace: str | None, project: str | None, session_id: str | None
+    *,
+    principal: Principal,
+    workspace: str | None,
+    project: str | None,
+    session_id: str | None,
 ) -> ResolvedScope:
     """Resolve the caller's (workspace, project); never creates anything.
 
     Whitespace-only values count as absent. Naming only one of the pair is an error.
+    Inference is per caller (DESIGN.md section 6): a session id counts only when
+    ``principal`` registered it, and the shared slot and startup seed consider only
+    projects ``principal`` may read (its own sessions first), so an inferred scope never
+    names a project the caller may not read.
     """
     ws, proj, sid = _clean(workspace), _clean(project), _clean(session_id)
     if bool(ws) != bool(proj):
@@ -58,24 +68,31 @@ def scope_resolve(
         return ResolvedScope(ws, proj, ScopeSource.EXPLICIT)
     if sid:
         session = (
-            AgentSession.objects.select_related("project__workspace").filter(session_id=sid).first()
+            AgentSession.objects.select_related("project__workspace")
+            .filter(session_id=sid, principal_key=principal.key)
+            .first()
         )
         if session is not None:
             p = session.project
             return ResolvedScope(p.workspace.name, p.name, ScopeSource.SESSION, session)
         return _default(ScopeSource.DEFAULT_AFTER_MISMATCH)
+    readable = readable_projects(principal).values("pk")
     boot = ServerBoot.objects.order_by("-started_at").values_list("started_at", flat=True).first()
-    latest = AgentSession.objects.select_related("project__workspace").order_by("-last_seen_at")
+    latest = (
+        AgentSession.objects.select_related("project__workspace")
+        .filter(project__in=readable)
+        .order_by("-last_seen_at")
+    )
     if boot is not None:
         latest = latest.filter(last_seen_at__gte=boot)
-    slot = latest.first()
+    slot = latest.filter(principal_key=principal.key).first() or latest.first()
     if slot is not None:
         p = slot.project
         return ResolvedScope(p.workspace.name, p.name, ScopeSource.SHARED_SLOT)
     if boot is not None:
         seed = (
             Activity.objects.select_related("project__workspace")
-            .filter(created_at__lt=boot)
+            .filter(created_at__lt=boot, project__in=readable)
             .order_by("-created_at")
             .first()
         )

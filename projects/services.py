@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from aimemory_site.lib.agents import AGENT_OTHER, agent_normalize
-from aimemory_site.lib.errors import BadRequest, Code
+from aimemory_site.lib.errors import BadRequest, Code, Conflict
 from aimemory_site.lib.names import name_invalid_message, name_is_valid
 from aimemory_site.lib.principal import Principal
 from projects.access import Level, project_check
@@ -94,6 +94,14 @@ def project_get_or_create(
     return created, True
 
 
+def _session_taken(session_id: str) -> Conflict:
+    return Conflict(
+        f"session id {session_id[:80]!r} belongs to another caller; each agent session "
+        "registers its own id",
+        code=Code.SESSION_TAKEN,
+    )
+
+
 @dataclass(frozen=True)
 class SessionStart:
     project: Project
@@ -112,28 +120,48 @@ def session_start(
 ) -> SessionStart:
     """Register a lifecycle-hook session in a project, creating the project if new.
 
-    Idempotent for the same ``session_id``: a repeat refreshes ``last_seen_at`` (and moves
-    the session if the harness now reports another project). Either way the session now
-    holds the shared slot.
+    Idempotent for the same ``session_id`` and principal: a repeat refreshes
+    ``last_seen_at`` (and moves the session if the harness now reports another project).
+    Either way the session now holds the shared slot. A session id another principal
+    registered is refused (409 ``session_taken``) before anything is written.
     """
     session_id = session_id.strip()
     if not session_id or len(session_id) > 200:
         raise BadRequest("session_id must be 1-200 characters", code=Code.INVALID_SESSION_ID)
+    # Locked, so two callers racing for a new id cannot both pass the owner check.
+    existing = AgentSession.objects.select_for_update().filter(session_id=session_id).first()
+    if existing is not None and existing.principal_key not in ("", principal.key):
+        raise _session_taken(session_id)
     target, created = project_get_or_create(
         principal=principal, workspace=workspace, project=project
     )
     now = timezone.now()
     kind = agent_normalize(agent)
-    session, session_created = AgentSession.objects.get_or_create(
-        session_id=session_id,
-        defaults={"project": target, "agent": kind, "started_at": now, "last_seen_at": now},
-    )
+    try:
+        # A savepoint: a concurrent first registration of the same id wins the unique key.
+        with transaction.atomic():
+            session, session_created = AgentSession.objects.get_or_create(
+                session_id=session_id,
+                defaults={
+                    "project": target,
+                    "agent": kind,
+                    "principal_key": principal.key,
+                    "started_at": now,
+                    "last_seen_at": now,
+                },
+            )
+    except IntegrityError:
+        session, session_created = AgentSession.objects.get(session_id=session_id), False
     if not session_created:
+        if session.principal_key not in ("", principal.key):
+            # Lost a race for a new id to another caller: roll the project back too.
+            raise _session_taken(session_id)
         session.project = target
         session.last_seen_at = now
+        session.principal_key = principal.key
         if kind != AGENT_OTHER:
             session.agent = kind
-        session.save(update_fields=["project", "last_seen_at", "agent"])
+        session.save(update_fields=["project", "last_seen_at", "agent", "principal_key"])
     if session_created:
         activity_record(
             project=target,

@@ -20,6 +20,7 @@ from pytest_django.fixtures import Settings as SettingsWrapper
 from aimemory_site.lib.principal import Principal
 from projects.models import Grant, Project
 from projects.services import api_token_issue, project_get_or_create
+from tests.mcp_raw import ERAS, RawMcp
 
 ROOT_TOKEN = "root-token-for-tests-0123456789"
 
@@ -158,3 +159,19 @@ def api(client: Client) -> ApiCall:
         return response.status_code, body
 
     return call
+
+
+@pytest.fixture(params=ERAS)
+def mcp(request: pytest.FixtureRequest, client: Client) -> RawMcp:
+    """A raw MCP caller, once per protocol era."""
+    return RawMcp(client=client, era=request.param)
+
+
+@pytest.fixture
+def handshake(client: Client) -> RawMcp:
+    return RawMcp(client=client, era="handshake")
+
+
+@pytest.fixture
+def modern(client: Client) -> RawMcp:
+    return RawMcp(client=client, era="modern")

@@ -36,6 +36,17 @@ class Principal:
         return cls(kind="root" if user.is_superuser else "user", user=user)
 
     @property
+    def key(self) -> str:
+        """Who this caller is, as recorded on what it registers (its sessions).
+
+        One key per Django user, one for the root token and one for an anonymous server,
+        which has a single principal.
+        """
+        if self.user is not None:
+            return f"user:{self.user.pk}"
+        return self.kind
+
+    @property
     def sees_everything(self) -> bool:
         return self.kind in ("anonymous", "root")
 

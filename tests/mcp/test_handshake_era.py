@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from messaging.mcp_tools import MESSAGING_TOOLS
-from tests.mcp.conftest import RawMcp, error_of
+from tests.mcp_raw import RawMcp, error_of
 
 pytestmark = pytest.mark.django_db
 

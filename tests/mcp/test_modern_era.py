@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from messaging.mcp_tools import MESSAGING_TOOLS
-from tests.mcp.conftest import MODERN_VERSION, RawMcp, error_of, modern_meta
+from tests.mcp_raw import MODERN_VERSION, RawMcp, error_of, modern_meta
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from projects.models import AgentSession, Project
 from projects.scope import scope_hint, scope_resolve
 from projects.services import session_start
 from tests.conftest import SEND, A, B, Persona
-from tests.mcp.conftest import RawMcp, error_of
+from tests.mcp_raw import RawMcp, error_of
 
 pytestmark = pytest.mark.django_db
 
@@ -169,7 +169,11 @@ def test_list_on_an_inferred_scope_answers_and_says_how_it_was_resolved(mcp: Raw
         assert [m["id"] for m in listed["messages"]] == expected
         assert listed["resolved_scope"] == B
         assert listed["scope_source"] == "shared_slot"
-        expected_hint = scope_hint(scope_resolve(workspace=None, project=None, session_id=None))
+        expected_hint = scope_hint(
+            scope_resolve(
+                principal=Principal.anonymous(), workspace=None, project=None, session_id=None
+            )
+        )
         assert listed["hint"] == expected_hint
 
 

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from tests.conftest import Persona
-from tests.mcp.conftest import RawMcp, error_of
+from tests.mcp_raw import RawMcp, error_of
 
 pytestmark = pytest.mark.django_db
 

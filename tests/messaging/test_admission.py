@@ -35,7 +35,7 @@ from messaging.services import message_cancel, message_pop
 from projects.models import Activity, AgentSession, Project
 from projects.services import session_start
 from tests.conftest import A, ApiCall, B, Persona
-from tests.mcp.conftest import RawMcp
+from tests.mcp_raw import RawMcp
 from tests.messaging.conftest import ANON, send
 
 # Long enough for a loaded CI machine; a missing delivery still fails the test.

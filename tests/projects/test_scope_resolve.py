@@ -30,7 +30,9 @@ def _start(project: str, session_id: str) -> None:
 
 
 def test_named_scope_is_explicit_even_when_the_project_does_not_exist() -> None:
-    scope = scope_resolve(workspace="ws", project="p", session_id="anything")
+    scope = scope_resolve(
+        principal=Principal.anonymous(), workspace="ws", project="p", session_id="anything"
+    )
     assert scope == ResolvedScope("ws", "p", ScopeSource.EXPLICIT)
     assert not scope.inferred
 
@@ -40,13 +42,17 @@ def test_named_scope_is_explicit_even_when_the_project_does_not_exist() -> None:
 )
 def test_half_a_scope_is_an_error(workspace: str | None, project: str | None) -> None:
     with pytest.raises(BadRequest, match=r"^workspace and project must be provided together$"):
-        scope_resolve(workspace=workspace, project=project, session_id=None)
+        scope_resolve(
+            principal=Principal.anonymous(), workspace=workspace, project=project, session_id=None
+        )
 
 
 def test_known_session_id_resolves_to_its_project() -> None:
     _start("project-a", "sess-a")
     _start("project-b", "sess-b")  # holds the shared slot now
-    scope = scope_resolve(workspace=None, project=None, session_id="sess-a")
+    scope = scope_resolve(
+        principal=Principal.anonymous(), workspace=None, project=None, session_id="sess-a"
+    )
     assert scope == ResolvedScope("default", "project-a", ScopeSource.SESSION)
     assert not scope.inferred
 
@@ -55,20 +61,32 @@ def test_session_id_that_matches_nothing_falls_back_to_default(settings: Setting
     settings.AI_MEMORY_DEFAULT_WORKSPACE = "home"
     settings.AI_MEMORY_DEFAULT_PROJECT = "inbox"
     _start("project-a", "sess-a")
-    scope = scope_resolve(workspace=None, project=None, session_id="sess-unknown")
+    scope = scope_resolve(
+        principal=Principal.anonymous(), workspace=None, project=None, session_id="sess-unknown"
+    )
     assert scope == ResolvedScope("home", "inbox", ScopeSource.DEFAULT_AFTER_MISMATCH)
     assert scope.inferred
 
 
 def test_shared_slot_follows_the_latest_session_start() -> None:
     _start("project-a", "sess-a")
-    assert scope_resolve(workspace=None, project=None, session_id=None) == ResolvedScope(
-        "default", "project-a", ScopeSource.SHARED_SLOT
-    )
+    assert scope_resolve(
+        principal=Principal.anonymous(), workspace=None, project=None, session_id=None
+    ) == ResolvedScope("default", "project-a", ScopeSource.SHARED_SLOT)
     _start("project-b", "sess-b")
-    assert scope_resolve(workspace=None, project=None, session_id=None).project == "project-b"
+    assert (
+        scope_resolve(
+            principal=Principal.anonymous(), workspace=None, project=None, session_id=None
+        ).project
+        == "project-b"
+    )
     _start("project-a", "sess-a")  # the same session publishing again moves the slot back
-    assert scope_resolve(workspace=None, project=None, session_id=None).project == "project-a"
+    assert (
+        scope_resolve(
+            principal=Principal.anonymous(), workspace=None, project=None, session_id=None
+        ).project
+        == "project-a"
+    )
 
 
 def test_after_a_restart_the_most_recently_active_project_seeds_the_scope() -> None:
@@ -81,24 +99,29 @@ def test_after_a_restart_the_most_recently_active_project_seeds_the_scope() -> N
         created_at=earlier + timedelta(seconds=1)
     )
     server_boot_record()
-    assert scope_resolve(workspace=None, project=None, session_id=None) == ResolvedScope(
-        "default", "project-a", ScopeSource.STARTUP_SEED
-    )
+    assert scope_resolve(
+        principal=Principal.anonymous(), workspace=None, project=None, session_id=None
+    ) == ResolvedScope("default", "project-a", ScopeSource.STARTUP_SEED)
     _start("project-b", "sess-b")  # the first session after the restart takes the slot
-    assert scope_resolve(workspace=None, project=None, session_id=None) == ResolvedScope(
-        "default", "project-b", ScopeSource.SHARED_SLOT
-    )
+    assert scope_resolve(
+        principal=Principal.anonymous(), workspace=None, project=None, session_id=None
+    ) == ResolvedScope("default", "project-b", ScopeSource.SHARED_SLOT)
 
 
 def test_nothing_to_go_on_resolves_to_default() -> None:
-    assert scope_resolve(workspace=None, project=None, session_id=None) == ResolvedScope(
-        "default", "default", ScopeSource.DEFAULT
-    )
+    assert scope_resolve(
+        principal=Principal.anonymous(), workspace=None, project=None, session_id=None
+    ) == ResolvedScope("default", "default", ScopeSource.DEFAULT)
     ServerBoot.objects.create()
     project_get_or_create(principal=ANON, workspace="default", project="later")
     Activity.objects.update(created_at=timezone.now() + timedelta(minutes=1))
     # Activity after the boot is not a seed, and there is no session: still default.
-    assert scope_resolve(workspace=None, project=None, session_id=None).source == "default"
+    assert (
+        scope_resolve(
+            principal=Principal.anonymous(), workspace=None, project=None, session_id=None
+        ).source
+        == "default"
+    )
 
 
 @pytest.mark.parametrize(

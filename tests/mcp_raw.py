@@ -1,4 +1,5 @@
-"""MCP test helpers: raw JSON-RPC over the Django test client, in either protocol era.
+"""MCP test helpers (the fixtures ``mcp``, ``handshake`` and ``modern`` live in the root
+conftest): raw JSON-RPC over the Django test client, in either protocol era.
 
 ``RawMcp`` builds requests the way a real client of that era does: after the
 initialize handshake (the version header only), or per the 2026-07-28 revision (``_meta``
@@ -11,7 +12,6 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pytest
 from django.test import Client
 
 if TYPE_CHECKING:
@@ -88,22 +88,6 @@ class RawMcp:
         assert "structuredContent" not in result
         text: str = result["content"][0]["text"]
         return text
-
-
-@pytest.fixture(params=ERAS)
-def mcp(request: pytest.FixtureRequest, client: Client) -> RawMcp:
-    """A raw MCP caller, once per protocol era."""
-    return RawMcp(client=client, era=request.param)
-
-
-@pytest.fixture
-def handshake(client: Client) -> RawMcp:
-    return RawMcp(client=client, era="handshake")
-
-
-@pytest.fixture
-def modern(client: Client) -> RawMcp:
-    return RawMcp(client=client, era="modern")
 
 
 def error_of(response: TestResponse) -> dict[str, Any]:

@@ -1,0 +1,78 @@
+"""The checks every machine request passes before a view reads it (DESIGN.md section 7).
+
+One rule, applied by ``RequestGuardMiddleware`` to ``/api/`` and ``/handoff`` and by the
+MCP view (in its own order: method, then these, then the bearer):
+
+- a present ``Origin`` that is neither loopback nor this server's own: 403
+  ``origin_not_allowed``, so no web page can write to (or read from) a local server;
+- a body that is not ``application/json`` (forms and ``text/plain`` included): 415
+  ``unsupported_media_type``, which also keeps browsers' CORS-free "simple requests" out;
+- a NUL or a lone surrogate in the path, the query or any string of the body: 400
+  ``invalid_text``.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+
+from aimemory_site.lib.errors import AppError, BadRequest, Code, Forbidden, UnsupportedMediaType
+from aimemory_site.lib.origin import origin_allowed
+from aimemory_site.lib.text import json_body_invalid, text_invalid
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def _json_media_type(content_type: str) -> bool:
+    return content_type == "application/json" or (
+        content_type.startswith("application/") and content_type.endswith("+json")
+    )
+
+
+def _has_body(request: HttpRequest) -> bool:
+    if request.headers.get("Transfer-Encoding"):
+        return True
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0) > 0
+    except ValueError:
+        return True
+
+
+def url_text_refusal(request: HttpRequest) -> AppError | None:
+    """400 ``invalid_text`` when the path or the query holds a NUL or a lone surrogate."""
+    if text_invalid(request.path) or any(
+        text_invalid(key) or any(text_invalid(value) for value in values)
+        for key, values in request.GET.lists()
+    ):
+        return invalid_text()
+    return None
+
+
+def invalid_text() -> BadRequest:
+    return BadRequest(
+        "the request holds a NUL character or a lone surrogate, which no text here may "
+        "contain; nothing was changed",
+        code=Code.INVALID_TEXT,
+    )
+
+
+def json_request_refusal(request: HttpRequest) -> AppError | None:
+    """Why a machine request must be refused before any view reads it, or None."""
+    if not origin_allowed(request):
+        return Forbidden(
+            f"requests from origin {request.headers['Origin'][:200]!r} are refused: agents, "
+            "the CLI and MCP clients send no Origin, and a browser page may only call this "
+            "server from itself",
+            code=Code.ORIGIN_NOT_ALLOWED,
+        )
+    if request.method in _BODY_METHODS:
+        content_type = (request.content_type or "").lower()
+        if (content_type or _has_body(request)) and not _json_media_type(content_type):
+            return UnsupportedMediaType(
+                f"the body must be application/json, got {content_type or 'no Content-Type'!r}",
+            )
+    refusal = url_text_refusal(request)
+    if refusal is not None:
+        return refusal
+    if request.method in _BODY_METHODS and json_body_invalid(request.body):
+        return invalid_text()
+    return None
