@@ -154,6 +154,8 @@ def _database() -> dict[str, Any]:
     # costs more than most requests themselves.
     db: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=60))
     if db["ENGINE"] == "django.db.backends.sqlite3":
+        # Django's backend, with writers queued on a lock file (see the module).
+        db["ENGINE"] = "aimemory_site.backends.sqlite3"
         db["OPTIONS"] = {
             # BEGIN IMMEDIATE takes the write lock up front, so a read-then-write
             # transaction (the inbox bound, the claim) queues on the busy timeout

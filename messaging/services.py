@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import re
 import uuid
+from typing import Any
 
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connection, transaction
 from django.utils import timezone
 
 from aimemory_site.lib.errors import BadRequest, Code, Conflict
 from aimemory_site.lib.limits import text_cap, truncation_marker
 from aimemory_site.lib.principal import Principal
+from aimemory_site.lib.sql import db_value, insert_parts, placeholders, typed_placeholders, uuid_of
 from messaging.admission import admission_decide, admission_observe
 from messaging.admission_config import MESSAGE_CANCEL, MESSAGE_POP, MESSAGE_SEND
 from messaging.limits import (
@@ -26,9 +28,9 @@ from messaging.limits import (
 )
 from messaging.models import Message
 from messaging.scrubbing import scrubber_configured
-from projects.access import Level, project_access
-from projects.models import Activity, AgentSession, Project
-from projects.services import activity_record, session_agent
+from projects.access import Level, project_access, projects_access
+from projects.models import Activity, AgentSession, Project, Workspace
+from projects.services import activity_insert, activity_new, activity_record, session_agent
 
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
@@ -90,57 +92,110 @@ def message_send(
     a dead inbox), and write on the sender: signing as a project is acting as it.
     Deciding admission webhooks run before anything is written, so this must not be
     called inside ``transaction.atomic`` (the durable block raises ``RuntimeError`` if it
-    is).
+    is). Three statements: the access query, then the guarded insert and the two
+    activity rows (SQLite), or the inbox lock and one statement doing both (PostgreSQL).
     """
-    recipient = project_access(principal, to_workspace, to_project, need=Level.WRITE)
-    sender = project_access(principal, from_workspace, from_project, need=Level.WRITE)
+    recipient, sender = projects_access(
+        principal, [(to_workspace, to_project), (from_workspace, from_project)], need=Level.WRITE
+    )
     clean_body = body_clean(body)
     clean_subject = subject_clean(subject)
     agent = session_agent(from_session)
     admission_decide(MESSAGE_SEND, principal=principal, project=recipient, session=from_session)
-    with transaction.atomic(durable=True):
-        # Count-then-insert must not race. On PostgreSQL the row lock on the recipient
-        # serialises senders to one inbox; on SQLite the IMMEDIATE transaction already
-        # holds the database's single write lock.
-        list(
-            Project.objects.select_for_update(no_key=True)
-            .filter(pk=recipient.pk)
-            .values_list("pk", flat=True)
-        )
-        if Message.objects.pending().inbox_of(recipient).count() >= MAX_PENDING_PER_INBOX:
-            raise Conflict(
-                f"the inbox of {recipient} is full: {MAX_PENDING_PER_INBOX} messages are "
-                "pending. Retry after its agents pop some, or cancel messages you sent there.",
-                code=Code.INBOX_FULL,
-            )
-        message = Message.objects.create(
-            to_project=recipient,
-            from_project=sender,
-            from_agent=agent,
-            from_owner_user=principal.owner_name or "",
-            from_session=from_session,
-            subject=clean_subject,
-            body=clean_body,
-        )
-        actor = _actor(principal, agent)
-        activity_record(
+    message = Message(
+        to_project=recipient,
+        from_project=sender,
+        from_agent=agent,
+        from_owner_user=principal.owner_name or "",
+        from_session=from_session,
+        subject=clean_subject,
+        body=clean_body,
+    )
+    actor = _actor(principal, agent)
+    activities = [
+        activity_new(
             project=sender,
             kind=Activity.Kind.MESSAGE_SENT,
             actor=actor,
             summary="message sent",
             counterpart=recipient,
-        )
-        activity_record(
+        ),
+        activity_new(
             project=recipient,
             kind=Activity.Kind.MESSAGE_RECEIVED,
             actor=actor,
             summary="message received",
             counterpart=sender,
-        )
+        ),
+    ]
+    with transaction.atomic(durable=True):
+        if not _insert_within_bound(message, activities):
+            raise Conflict(
+                f"the inbox of {recipient} is full: {MAX_PENDING_PER_INBOX} messages are "
+                "pending. Retry after its agents pop some, or cancel messages you sent there.",
+                code=Code.INBOX_FULL,
+            )
         admission_observe(
             MESSAGE_SEND, principal=principal, project=recipient, session=from_session
         )
+    message._state.adding = False
+    message._state.db = DEFAULT_DB_ALIAS
     return message  # its to_project and from_project carry their workspaces already
+
+
+def _insert_within_bound(message: Message, activities: list[Activity]) -> bool:
+    """Insert ``message`` and its activity rows unless the inbox is full; say which.
+
+    Must run inside the send's transaction. The count and the insert are one guarded
+    ``INSERT ... SELECT ... WHERE (pending count) < bound``, which the ORM cannot say.
+    Concurrent senders to one inbox must not both pass the count: on SQLite the
+    IMMEDIATE transaction already holds the database's single write lock; on
+    PostgreSQL a row lock on the recipient serialises them, taken first so that the
+    insert's snapshot sees every message committed before it.
+    """
+    table, columns, [values] = insert_parts([message])
+    count_sql = f"SELECT COUNT(*) FROM {table} WHERE to_project_id = %s AND state = %s"
+    count_params = [
+        db_value(Message, "to_project", message.to_project_id),
+        Message.State.PENDING,
+        MAX_PENDING_PER_INBOX,
+    ]
+    activity_table, activity_columns, activity_values = insert_parts(activities)
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            cursor.execute(
+                f"INSERT INTO {table} ({columns}) SELECT {placeholders(len(values))} "
+                f"WHERE ({count_sql}) < %s",
+                [*values, *count_params],
+            )
+            if cursor.rowcount != 1:
+                return False
+            rows = ", ".join(f"({placeholders(len(row))})" for row in activity_values)
+            cursor.execute(
+                f"INSERT INTO {activity_table} ({activity_columns}) VALUES {rows}",
+                [value for row in activity_values for value in row],
+            )
+            return True
+        cursor.execute(
+            f"SELECT 1 FROM {Project._meta.db_table} WHERE id = %s FOR NO KEY UPDATE",
+            [message.to_project_id],
+        )
+        # One statement: the guarded insert, and the activity rows only if it inserted.
+        typed = typed_placeholders(Message)
+        typed_activity = typed_placeholders(Activity)
+        activity_inserts = ", ".join(
+            f"a{n} AS (INSERT INTO {activity_table} ({activity_columns}) "
+            f"SELECT {typed_activity} FROM m)"
+            for n in range(len(activity_values))
+        )
+        cursor.execute(
+            f"WITH m AS (INSERT INTO {table} ({columns}) SELECT {typed} "
+            f"WHERE ({count_sql}) < %s RETURNING 1), {activity_inserts} "
+            "SELECT COUNT(*) FROM m",
+            [*values, *count_params, *(value for row in activity_values for value in row)],
+        )
+        inserted: int = cursor.fetchone()[0]
+        return inserted == 1
 
 
 def message_pop(
@@ -158,54 +213,97 @@ def message_pop(
     candidate is also row-locked with SKIP LOCKED so concurrent poppers spread over the
     queue instead of queueing on its head. Deciding admission webhooks run before the
     claim, so this must not be called inside ``transaction.atomic`` (the durable
-    block raises ``RuntimeError`` if it is).
+    block raises ``RuntimeError`` if it is). Three statements: the access query, the
+    claim (which returns the row and its sender's names), and the activity row.
     """
     inbox = project_access(principal, workspace, project, need=Level.WRITE)
     admission_decide(MESSAGE_POP, principal=principal, project=inbox, session=session)
     agent = session_agent(session)
-    while True:
-        with transaction.atomic(durable=True):
-            candidates = Message.objects.pending().inbox_of(inbox)
-            if message_id is not None:
-                candidates = candidates.filter(pk=message_id)
-            candidate = (
-                candidates.oldest_first()
-                .select_for_update(skip_locked=True, no_key=True)
-                .values_list("pk", flat=True)
-                .first()
+    with transaction.atomic(durable=True):
+        claimed = _claim(inbox, message_id, session, agent, principal.owner_name or "")
+        if claimed is None:
+            return None
+        activity_insert(
+            activity_new(
+                project=inbox,
+                kind=Activity.Kind.MESSAGE_CLAIMED,
+                actor=_actor(principal, agent),
+                summary="message claimed",
+                counterpart=claimed.from_project,
             )
-            if candidate is None:
-                return None
-            # The guard: only a row still pending changes, so exactly one caller wins it.
-            won = (
-                Message.objects.pending()
-                .filter(pk=candidate)
-                .update(
-                    state=Message.State.CLAIMED,
-                    claimed_at=timezone.now(),
-                    claimed_by_session=session,
-                    claimed_by_agent=agent,
-                    claimed_by_user=principal.owner_name or "",
-                )
-            )
-            if won == 1:
-                claimed = Message.objects.select_related("from_project__workspace").get(
-                    pk=candidate
-                )
-                claimed.to_project = inbox  # already loaded, with its workspace
-                activity_record(
-                    project=inbox,
-                    kind=Activity.Kind.MESSAGE_CLAIMED,
-                    actor=_actor(principal, agent),
-                    summary="message claimed",
-                    counterpart=claimed.from_project,
-                )
-                admission_observe(MESSAGE_POP, principal=principal, project=inbox, session=session)
-                return claimed
-        if message_id is not None:
-            return None  # the named message went to another caller
-        # Lost the race for this candidate: another caller claimed it. Try the next one;
-        # each lap means one more message left the queue, so this ends.
+        )
+        admission_observe(MESSAGE_POP, principal=principal, project=inbox, session=session)
+    return claimed
+
+
+def _claim(
+    inbox: Project,
+    message_id: uuid.UUID | None,
+    session: AgentSession | None,
+    agent: str,
+    user: str,
+) -> Message | None:
+    """Claim the oldest pending message of ``inbox`` (or ``message_id``) in one statement.
+
+    Must run inside the pop's transaction. ``UPDATE ... WHERE id = (oldest pending)
+    AND state = 'pending' RETURNING ...``: the guard decides the claim, and the row
+    comes back with its sender's names, so nothing is read again. None when nothing
+    was claimed. No caller ever loses a race it then has to retry: on SQLite the write
+    lock admits one claimer at a time, and on PostgreSQL the subquery locks its row
+    (SKIP LOCKED passes over rows other claimers hold), re-checked as still pending
+    once locked, so the row it picks is the caller's to claim.
+    """
+    table = Message._meta.db_table
+    named = " AND id = %s" if message_id is not None else ""
+    skip_locked = " FOR NO KEY UPDATE SKIP LOCKED" if connection.vendor == "postgresql" else ""
+    columns = ", ".join(f"{table}.{field.column}" for field in Message._meta.concrete_fields)
+    sender = (
+        f"(SELECT {{column}} FROM {Project._meta.db_table} p "
+        f"JOIN {Workspace._meta.db_table} w ON w.id = p.workspace_id "
+        f"WHERE p.id = {table}.from_project_id)"
+    )
+    params: list[Any] = [
+        Message.State.CLAIMED,
+        db_value(Message, "claimed_at", timezone.now()),
+        session.pk if session is not None else None,
+        agent,
+        user,
+        db_value(Message, "to_project", inbox.pk),
+        Message.State.PENDING,
+    ]
+    if message_id is not None:
+        params.append(db_value(Message, "id", message_id))
+    params.append(Message.State.PENDING)
+    sql = (
+        f"UPDATE {table} SET state = %s, claimed_at = %s, claimed_by_session_id = %s, "
+        "claimed_by_agent = %s, claimed_by_user = %s "
+        f"WHERE id = (SELECT id FROM {table} WHERE to_project_id = %s AND state = %s{named} "
+        f"ORDER BY created_at, id LIMIT 1{skip_locked}) AND state = %s "
+        f"RETURNING {columns}, {sender.format(column='p.name')} AS sender_name, "
+        f"{sender.format(column='w.id')} AS sender_workspace_id, "
+        f"{sender.format(column='w.name')} AS sender_workspace_name"
+    )
+    rows = list(Message.objects.raw(sql, params))
+    if not rows:
+        return None
+    [claimed] = rows
+    # The sender's names, which RETURNING added as extra columns of the row.
+    sender_name, sender_workspace_id, sender_workspace_name = (
+        getattr(claimed, column)
+        for column in ("sender_name", "sender_workspace_id", "sender_workspace_name")
+    )
+    workspace = Workspace.from_db(
+        DEFAULT_DB_ALIAS, ["id", "name"], [uuid_of(sender_workspace_id), sender_workspace_name]
+    )
+    from_project = Project.from_db(
+        DEFAULT_DB_ALIAS,
+        ["id", "workspace_id", "name"],
+        [claimed.from_project_id, workspace.pk, sender_name],
+    )
+    from_project.workspace = workspace
+    claimed.from_project = from_project
+    claimed.to_project = inbox  # already loaded, with its workspace
+    return claimed
 
 
 def message_cancel(

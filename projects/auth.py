@@ -7,6 +7,7 @@ import hmac
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from aimemory_site.lib.errors import Code, Unauthorized
@@ -30,7 +31,13 @@ def auth_enabled() -> bool:
     """
     if settings.AI_MEMORY_ROOT_TOKEN:
         return True
-    return ApiToken.objects.exists()
+    # Asked on every anonymous request: a plain statement, not a compiled queryset.
+    with connection.cursor() as cursor:
+        cursor.execute(_ANY_TOKEN_SQL)
+        return cursor.fetchone() is not None
+
+
+_ANY_TOKEN_SQL = f"SELECT 1 FROM {ApiToken._meta.db_table} LIMIT 1"
 
 
 def _unauthorized(detail: str) -> Unauthorized:

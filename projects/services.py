@@ -6,13 +6,14 @@ import secrets
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from aimemory_site.lib.agents import AGENT_OTHER, agent_normalize
 from aimemory_site.lib.errors import BadRequest, Code, Conflict
 from aimemory_site.lib.names import name_invalid_message, name_is_valid
 from aimemory_site.lib.principal import Principal
+from aimemory_site.lib.sql import insert_parts, placeholders
 from projects.access import Level, project_check
 from projects.auth import TOKEN_PREFIX, token_hash
 from projects.models import (
@@ -47,13 +48,38 @@ def activity_record(
     counterpart: Project | None = None,
 ) -> Activity:
     """Append a Recent Activity entry (metadata only; callers never pass a body)."""
-    return Activity.objects.create(
+    activity = activity_new(
+        project=project, kind=kind, actor=actor, summary=summary, counterpart=counterpart
+    )
+    activity.save(force_insert=True)
+    return activity
+
+
+def activity_new(
+    *,
+    project: Project,
+    kind: str,
+    actor: str,
+    summary: str,
+    counterpart: Project | None = None,
+) -> Activity:
+    """A Recent Activity entry, not yet saved (metadata only; never a body)."""
+    return Activity(
         project=project,
         kind=kind,
         actor=actor[:200],
         summary=summary[:300],
         counterpart=counterpart,
     )
+
+
+def activity_insert(activity: Activity) -> None:
+    """Save a new activity in one plain INSERT (the hot paths avoid the ORM's compiler)."""
+    table, columns, [values] = insert_parts([activity])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} ({columns}) VALUES ({placeholders(len(values))})", values
+        )
 
 
 @transaction.atomic

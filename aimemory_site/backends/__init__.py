@@ -1,0 +1,1 @@
+"""Database backends of the server (Django's ``ENGINE``)."""

@@ -1,0 +1,123 @@
+"""The hot path's statements, pinned on both databases: send and pop in three each,
+cancel and list in a constant few, whatever the inbox holds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from aimemory_site.lib.principal import Principal
+from messaging.selectors import message_list
+from messaging.services import message_cancel, message_pop, message_send
+from projects.models import Project
+from tests.conftest import A, B
+
+pytestmark = pytest.mark.django_db
+
+ANONYMOUS = Principal.anonymous()
+# Transaction control is not a statement of the operation (tests run inside a
+# transaction, so the services' own transactions show up as savepoints).
+_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
+
+
+@contextmanager
+def statements() -> Iterator[list[str]]:
+    """The SQL statements run inside the block, transaction control left out."""
+    found: list[str] = []
+    with CaptureQueriesContext(connection) as captured:
+        yield found
+    found += [
+        query["sql"]
+        for query in captured.captured_queries
+        if not query["sql"].lstrip().upper().startswith(_CONTROL)
+    ]
+
+
+def _send(n: int = 0) -> str:
+    sent = message_send(
+        principal=ANONYMOUS,
+        to_workspace="default",
+        to_project="project-b",
+        from_workspace="default",
+        from_project="project-a",
+        body=f"request {n}",
+    )
+    return str(sent.id)
+
+
+@pytest.fixture(autouse=True)
+def _projects(project_a: Project, project_b: Project) -> None:
+    """default/project-a sends to default/project-b."""
+
+
+@pytest.mark.parametrize("already_pending", [0, 30])
+def test_send_is_three_statements(already_pending: int) -> None:
+    for n in range(already_pending):
+        _send(n)
+
+    with statements() as sql:
+        _send()
+
+    assert len(sql) == 3, sql
+
+
+@pytest.mark.parametrize("pending", [1, 30])
+def test_pop_is_three_statements(pending: int) -> None:
+    for n in range(pending):
+        _send(n)
+
+    with statements() as sql:
+        claimed = message_pop(principal=ANONYMOUS, workspace=B["workspace"], project=B["project"])
+
+    assert claimed is not None
+    assert len(sql) == 3, sql
+
+
+def test_pop_of_an_empty_inbox_is_two_statements() -> None:
+    with statements() as sql:
+        assert (
+            message_pop(principal=ANONYMOUS, workspace=B["workspace"], project=B["project"]) is None
+        )
+
+    assert len(sql) == 2, sql
+
+
+@pytest.mark.parametrize("pending", [1, 30])
+def test_cancel_all_is_three_statements(pending: int) -> None:
+    for n in range(pending):
+        _send(n)
+
+    with statements() as sql:
+        assert (
+            message_cancel(principal=ANONYMOUS, workspace=A["workspace"], project=A["project"])
+            == pending
+        )
+
+    assert len(sql) == 3, sql
+
+
+@pytest.mark.parametrize("pending", [1, 60])
+@pytest.mark.parametrize(
+    "listing",
+    [
+        lambda: message_list(principal=ANONYMOUS, workspace="default", project="project-b"),
+        lambda: message_list(
+            principal=ANONYMOUS, workspace="default", project="project-a", box="outbox"
+        ),
+    ],
+    ids=["inbox", "outbox"],
+)
+def test_list_is_a_constant_four_statements(pending: int, listing: Callable[[], Any]) -> None:
+    for n in range(pending):
+        _send(n)
+
+    with statements() as sql:
+        listed = listing()
+
+    assert len(listed) == min(pending, 50)
+    assert len(sql) == 4, sql

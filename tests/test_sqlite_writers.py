@@ -1,0 +1,71 @@
+"""SQLite writers queue on a lock file instead of polling SQLite's busy handler
+(``aimemory_site.backends.sqlite3``)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+
+import httpx
+import pytest
+from django.db import connection, connections, transaction
+from pytest_django.live_server_helper import LiveServer
+
+from messaging.models import Message
+from tests.conftest import SEND, make_project
+from tests.messaging.test_concurrency import run_together
+
+pytestmark = [
+    pytest.mark.skipif(connection.vendor != "sqlite", reason="the SQLite backend only"),
+    pytest.mark.django_db(transaction=True),
+]
+
+
+def test_a_transaction_waits_for_the_writer_lock(db: None) -> None:
+    lock_path = f"{connection.settings_dict['NAME']}.writer-lock"
+    held = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    began = threading.Event()
+
+    def writer() -> None:
+        try:
+            with transaction.atomic():
+                began.set()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        # Queued on the lock, not begun: it cannot start while another writer holds it.
+        assert not began.wait(timeout=0.5)
+    finally:
+        fcntl.flock(held, fcntl.LOCK_UN)
+        os.close(held)
+    thread.join(timeout=30)
+    assert began.is_set()
+
+
+@pytest.mark.slow
+def test_eight_writers_all_finish_without_database_is_locked(live_server: LiveServer) -> None:
+    make_project(None, "default", "project-a")
+    make_project(None, "default", "project-b")
+
+    def send_and_pop(i: int, client: httpx.Client) -> list[int]:
+        statuses = []
+        for n in range(15):
+            sent = client.post("/api/v1/messages", json={**SEND, "body": f"writer {i} #{n}"})
+            popped = client.post(
+                "/api/v1/messages/pop", json={"workspace": "default", "project": "project-b"}
+            )
+            statuses += [sent.status_code, popped.status_code]
+            assert "database is locked" not in sent.text + popped.text
+        return statuses
+
+    results = run_together(8, send_and_pop, live_server.url)
+
+    assert [status for batch in results for status in batch].count(500) == 0
+    assert {status for batch in results for status in batch} == {200, 201}
+    assert Message.objects.count() == 8 * 15
+    assert not Message.objects.filter(state=Message.State.PENDING).exists()
