@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,16 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 def env_str(name: str, default: str = "") -> str:
     return os.environ.get(name, "").strip() or default
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number, got {raw!r}") from None
 
 
 DATA_DIR = Path(env_str("AI_MEMORY_DATA_DIR", "./var")).resolve()
@@ -108,6 +119,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # Login throttling for the web and admin sign-in forms (DESIGN.md section 14).
+    "axes",
     # Only for its bundled Swagger UI: /api/v1/docs then needs no CDN.
     "ninja",
     "projects",
@@ -117,6 +130,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before whitenoise, so static files (SVGs included) carry the policy too.
+    "webui.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "aimemory_site.middleware.RequestSizeLimitMiddleware",
     # Origin, media type and text checks of every request, before any view parses it.
@@ -127,6 +142,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as axes requires: it turns a locked-out sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "aimemory_site.urls"
@@ -178,6 +195,24 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 
+AUTHENTICATION_BACKENDS = [
+    # First: a locked-out username and address is refused before any password is checked.
+    # Bearer tokens never pass through authenticate(), so agents are not throttled here.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Five wrong passwords for one username from one address lock that pair out for 15
+# minutes. The pair, not the address alone, so that users behind one NAT or proxy do not
+# lock each other out (axes reads REMOTE_ADDR: behind a proxy every client shares its
+# address, and the lock is then in effect per username).
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# A successful sign-in forgets earlier typos, so they do not add up over a day.
+AXES_RESET_ON_SUCCESS = True
+# Our own page (DESIGN.md section 14), answered with axes' default status 429.
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False
@@ -200,6 +235,42 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+# Messages live in the session (the database), not in a signed cookie: the admin shows a
+# newly issued token key as a message, and a cookie would carry the key to the browser's
+# cookie store and to every request until it is read.
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
+
+# Transport security (DESIGN.md section 14). A loopback bind is plain local http, where
+# Secure cookies would never be sent back; a public bind is meant to sit behind a
+# TLS-terminating proxy, so it gets everything `check --deploy` asks for. Each setting can
+# be overridden by the environment variable of Django's own name, e.g. SESSION_COOKIE_SECURE=1
+# and CSRF_COOKIE_SECURE=1 for a loopback bind behind a local TLS proxy, or
+# SECURE_SSL_REDIRECT=0 for a public bind that is served without TLS.
+_PUBLIC_BIND = not is_loopback(AI_MEMORY_BIND)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", _PUBLIC_BIND)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", _PUBLIC_BIND)
+# The proxy says which scheme the client used. Without this, a request that arrived over
+# TLS looks like http: the SSL redirect would loop and CSRF would refuse the https Origin.
+# A client reaching the server directly could claim https with the header; it gains
+# nothing but skipping its own redirect.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _PUBLIC_BIND)
+# Only pages for people are redirected: load balancers probe health over plain http, and
+# an agent's client must get its answer, not a redirect (urllib turns a redirected POST
+# into a GET and drops the body). Machine callers authenticate with bearers, not cookies.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^api/", r"^mcp/?$", r"^handoff$", r"^\.well-known/"]
+# HSTS is sent only on https responses, so it does nothing on a plain-http install.
+# includeSubDomains: hosts under the server's name get no plain-http door either.
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if _PUBLIC_BIND else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", _PUBLIC_BIND)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SILENCED_SYSTEM_CHECKS = [
+    # HSTS preload (W021): entering the browsers' preload list is a decision for whoever
+    # owns the whole domain, it covers every subdomain and takes months to undo; an app
+    # cannot make it for them. SECURE_HSTS_PRELOAD=1 opts in.
+    "security.W021",
+]
 
 LOGGING = {
     "version": 1,

@@ -61,6 +61,9 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
         token, key = api_token_issue(user=obj.user, name=obj.name)
         obj.pk = token.pk
         obj.key_hash, obj.prefix, obj.created_at = token.key_hash, token.prefix, token.created_at
+        # Shown once on the next page. Messages are kept in the session (MESSAGE_STORAGE),
+        # server-side: the default cookie storage would hand the key to the browser's
+        # cookie store. Reading the message deletes it.
         messages.warning(
             request, f"New token for {obj.user}: {key} — copy it now, it is never shown again."
         )

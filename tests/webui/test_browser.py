@@ -199,3 +199,81 @@ def test_api_docs_load_with_no_internet(live_server: LiveServer, browser: Browse
     expect(page.locator(".opblock").first).to_be_visible()
     assert foreign == []
     shoot(page, "api-docs")
+
+
+# Records violations of the Content-Security-Policy as the page reports them; init scripts
+# run in each new document before the page's own and are not subject to its policy.
+WATCH_CSP = """
+window.cspViolations = [];
+document.addEventListener("securitypolicyviolation", (event) => {
+  window.cspViolations.push(`${event.violatedDirective} ${event.blockedURI}`);
+});
+"""
+
+
+def watch_csp(page: Page) -> list[str]:
+    """Collect the console of ``page`` across its navigations; Chromium reports each
+    refused resource there too, as "... violates the following Content Security Policy"."""
+    console: list[str] = []
+    page.on("console", lambda message: console.append(message.text))
+    page.add_init_script(WATCH_CSP)
+    return console
+
+
+def csp_reports(console: list[str]) -> list[str]:
+    return [line for line in console if "Content Security Policy" in line]
+
+
+def csp_violations(page: Page) -> list[str]:
+    """The violation events of the document now shown."""
+    found: list[str] = page.evaluate("window.cspViolations")
+    return found
+
+
+def test_the_pages_run_under_the_content_security_policy(
+    mail: None, live_server: LiveServer, browser: Browser
+) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    console = watch_csp(page)
+    response = page.goto(f"{live_server.url}/web/")
+    assert response is not None
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+    # Still styled from the stylesheet: the header bar has its layout, the badge its colour.
+    badge = page.locator(".card", has=page.get_by_role("link", name="web-api")).locator(".badge")
+    expect(badge).to_have_css("background-color", "rgb(253, 231, 169)")
+    expect(page.locator(".site-header__inner")).to_have_css("display", "flex")
+    assert csp_violations(page) == []
+    page.goto(f"{live_server.url}/web/w/default/web-api/")
+    expect(page.get_by_role("region", name="Mailbox").locator(".message")).to_have_count(5)
+    expect(page.locator(".message").first).to_have_css("border-left-width", "3px")
+    assert csp_violations(page) == []
+    assert csp_reports(console) == []
+
+
+def test_admin_and_the_api_docs_work_under_the_content_security_policy(
+    auth_on: str, admin_user: object, mail: None, live_server: LiveServer, browser: Browser
+) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    console = watch_csp(page)
+    page.goto(f"{live_server.url}/admin/")
+    page.get_by_label("Username").fill("admin")
+    page.get_by_label("Password").fill("password")  # pytest-django's admin_user
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name="Site administration")).to_be_visible()
+    # Admin's scripts run: the autocomplete widget opens and lists users ...
+    page.goto(f"{live_server.url}/admin/projects/apitoken/add/")
+    page.locator(".select2-selection").click()
+    expect(page.locator(".select2-results__option", has_text="admin")).to_be_visible()
+    assert csp_violations(page) == []
+    # ... and an inline form row is added on the project page.
+    page.goto(f"{live_server.url}/admin/projects/project/")
+    page.locator("#result_list tbody th a").first.click()
+    rows = page.locator("#grants-group tr.dynamic-grants")
+    expect(rows).to_have_count(0)
+    page.get_by_text("Add another Grant").click()
+    expect(rows).to_have_count(1)
+    assert csp_violations(page) == []
+    page.goto(f"{live_server.url}/api/v1/docs")
+    expect(page.locator(".opblock").first).to_be_visible()
+    assert csp_violations(page) == []
+    assert csp_reports(console) == []

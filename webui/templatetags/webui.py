@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import math
+from datetime import datetime, timedelta
 
 from django import template
 from django.utils import timezone
@@ -16,3 +17,10 @@ register = template.Library()
 def humanize_age(then: datetime) -> str:
     """The age of ``then`` as of this request, e.g. ``5 minutes ago``."""
     return age_text(then, timezone.now())
+
+
+@register.filter
+def in_minutes(duration: timedelta) -> str:
+    """``duration`` in whole minutes, rounded up so a wait is never understated."""
+    minutes = max(1, math.ceil(duration.total_seconds() / 60))
+    return f"{minutes} minute" if minutes == 1 else f"{minutes} minutes"
