@@ -4,9 +4,11 @@ Before a message is stored, every match of a secret pattern in its subject and b
 replaced by the literal ``[REDACTED]``; only then is the text capped (``text_cap``), so a
 secret cut at the cap boundary can never survive as a fragment.
 
-The sixteen built-in pattern families follow ``research/ai-memory-behaviour.md``
-section 4, plus a seventeenth for this server's own ``aim_`` token keys. Operators add more under ``[sanitize]`` in the TOML file named by the
-``AI_MEMORY_CONFIG`` setting::
+This module is the engine and its configuration. The built-in patterns, their comments,
+their order (``BUILTIN_PATTERNS``) and their gates (``PREFILTERS``) live in
+``messaging.secret_patterns``, which is plain ``re``; they are re-exported here. Operators
+add more under ``[sanitize]`` in the TOML file named by the ``AI_MEMORY_CONFIG``
+setting::
 
     [sanitize]
     extra_patterns = ["ACME-[0-9]{6}"]
@@ -14,6 +16,16 @@ section 4, plus a seventeenth for this server's own ``aim_`` token keys. Operato
 
 Rules of the engine:
 
+- Invisible characters are removed first: zero-width space, non-joiner and joiner
+  (U+200B-U+200D), word joiner (U+2060), the byte-order mark / zero-width no-break space
+  (U+FEFF) and the soft hyphen (U+00AD). One of them inside a token ("ghp_abc<U+200B>def")
+  would otherwise split it into two harmless-looking halves. They are stripped from the
+  whole text, not only from secrets: they carry no meaning in a request to an agent
+  (the cost is cosmetic: emoji joined by U+200D show as their separate parts, and in
+  Persian or Indic text a non-joiner only changes how letters join), and invisible text
+  is itself a way to hide instructions. Stripping, rather than scrubbing a normalised
+  copy and mapping spans back, keeps the engine simple and leaves none of them in the
+  output, so ``scrub(scrub(x)) == scrub(x)`` holds as before.
 - Patterns run in a fixed order (built-ins, then ``extra_patterns`` in file order), each
   as one left-to-right pass over the text.
 - A pattern with a named group ``secret`` redacts only that group, so context such as
@@ -41,8 +53,16 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from aimemory_site.lib.config_file import config_document, config_where
+from messaging.secret_patterns import BUILTIN_PATTERNS, PREFILTERS, REDACTED
 
-REDACTED = "[REDACTED]"
+__all__ = [
+    "BUILTIN_PATTERNS",
+    "PREFILTERS",
+    "REDACTED",
+    "Scrubber",
+    "scrubber_builtin",
+    "scrubber_configured",
+]
 
 _MARKER = re.compile(re.escape(REDACTED))
 _SECRET_GROUP = "secret"
@@ -52,247 +72,10 @@ _SECRET_GROUP = "secret"
 # adversarial text or pattern could force. Real texts settle within two or three passes.
 _MAX_PASSES = 4
 
-# --- Built-in patterns ----------------------------------------------------------------
-#
-# Every quantifier over an open-ended character class is possessive (``*+``, ``++``,
-# ``{n,}+``) or stopped by a class it cannot consume, and every pattern that starts with
-# a class run has a lookbehind so it can only start where that run starts. Together this
-# keeps each pattern linear in the text length (no catastrophic backtracking).
-
-# 11. PEM private-key blocks, matched first so the whole block goes as one unit before
-# line-oriented patterns could chop it up. The body may be plain lines, JSON-escaped
-# ("\n" as two characters), indented or quoted with ">"; encrypted PEM adds
-# "Name: value" header lines. END is optional so a truncated paste still loses its key
-# material; the body class has no "-", so a missing END stops at the next dash instead
-# of scanning the rest of the text again for every BEGIN.
-_PEM_LABEL = r"-----{edge}[A-Z0-9 ]{{0,40}}PRIVATE KEY(?: BLOCK)?-----"
-PEM_PRIVATE_KEY = re.compile(
-    _PEM_LABEL.format(edge="BEGIN")
-    + r"(?:\s*+[A-Za-z][A-Za-z0-9-]*+:[^\r\n]*+)*+"
-    + r"[A-Za-z0-9+/=\s\\>#]*+"
-    + r"(?:"
-    + _PEM_LABEL.format(edge="END")
-    + r")?+"
-)
-
-# 10. JWTs: two base64url segments that both decode to a JSON object ("eyJ" is "{\"")
-# and a signature, which is empty for unsigned tokens.
-JWT = re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]*+")
-
-# 2. OpenAI-style keys (sk-..., sk-proj-..., also Anthropic's sk-ant-...) and Stripe
-# secret/restricted keys. Real keys run 40-200 characters; 20 keeps words such as
-# "sk-learn" while any real key clears it easily.
-API_SECRET_KEY = re.compile(
-    r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}+"
-    r"|(?<![A-Za-z0-9_])[rs]k_(?:live|test)_[A-Za-z0-9]{16,}+"
-)
-
-# 3. GitHub tokens. Classic ones carry exactly 36 characters after the prefix; 30+
-# tolerates older or future lengths. Fine-grained PATs are 82 characters long.
-GITHUB_TOKEN = re.compile(
-    r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+)"
-)
-
-# 4. AWS access key ids: the format is fixed, so exactly 16 and no longer run.
-AWS_ACCESS_KEY_ID = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")
-
-# 5. Google API keys (fixed length 39) and OAuth refresh tokens ("1//" then ~100
-# characters; 30 keeps Python floor divisions such as "1//n" out).
-GOOGLE_KEY = re.compile(
-    r"(?<![A-Za-z0-9_-])AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"
-    r"|(?<![A-Za-z0-9/])1//[A-Za-z0-9_-]{30,}+"
-)
-
-# 6. Facebook / Meta access tokens: "EAA" plus well over 100 characters in practice.
-META_TOKEN = re.compile(r"(?<![A-Za-z0-9])EAA[A-Za-z0-9]{32,}+")
-
-# 7. Telegram bot tokens: an 8-10 digit bot id, a colon and a secret of 35 characters
-# (Telegram's own documentation example has 34, hence 30+). API URLs write them right
-# after "/bot", so that prefix counts as a boundary.
-TELEGRAM_BOT_TOKEN = re.compile(r"(?:(?<=bot)|(?<![A-Za-z0-9_:]))[0-9]{8,10}+:[A-Za-z0-9_-]{30,}+")
-
-# 8. "pit-" followed by a UUID.
-PIT_TOKEN = re.compile(
-    r"(?<![A-Za-z0-9_-])pit-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}"
-    r"-[0-9a-fA-F]{12}(?![A-Za-z0-9])"
-)
-
-# 9. Slack tokens (bot, user, app-level, ...). Real ones are 40+ characters; 10 keeps
-# a bare "xoxb-token" placeholder.
-SLACK_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])(?:xox[abprs]|xapp)-[A-Za-z0-9-]{10,}+")
-
-# 17. This server's own API token keys: "aim_" and 43 URL-safe characters. A key
-# pasted into a message would hand the recipient the sender's access.
-AI_MEMORY_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])aim_[A-Za-z0-9_-]{32,}+")
-
-# 1. "Bearer <token>": RFC 6750 token characters; 16+ keeps prose ("the bearer of
-# bad news") and placeholders, while real tokens are far longer. The word stays.
-BEARER_TOKEN = re.compile(
-    r"(?<![A-Za-z0-9_-])bearer[ \t]++(?P<secret>[A-Za-z0-9._~+/-]{16,}+=*+)",
-    re.IGNORECASE,
-)
-
-# 12. Credentials inside URLs: "user:password" before "@" is redacted, the scheme and
-# host stay. The password may itself contain "@" (the last "@" before the path wins, as
-# in browsers); a user name alone ("ssh://git@host") is no secret and is kept.
-URL_CREDENTIALS = re.compile(
-    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}+://"
-    r"(?P<secret>[^\s/?#@:]*+:[^\s/?#]*)@"
-)
-
-# 13. Auth-bearing header lines, in HTTP dumps, curl -H arguments, JSON and YAML.
-# The value is the first run of 8+ non-space characters after an optional scheme word,
-# plus any further space-separated "name=value" parts (Cookie, Digest, AWS SigV4), so
-# prose such as "Authorization: see section 8" loses one word at most. Inside quotes
-# the value stops at the closing quote; bare, a double quote is part of it (Digest).
-# "Private-Token" is GitLab's header. Allowing "_" for "-" also catches lower-case
-# config keys such as "api_key:", "access_token:" or "private_key:" in YAML and JSON.
-_HEADER_NAMES = (
-    r"(?:proxy-)?authorization"
-    r"|(?:x-)?(?:api|auth|access|session|vault|amz-security|goog-api|private)[-_]?(?:key|token)"
-    r"|(?:set-)?cookie"
-)
-_HEADER_QUOTED_RUN = r"[^\s\"'`&]"
-_HEADER_BARE_RUN = r"[^\s'`&]"
-_HEADER_QUOTED_PART = r"[^\s\"'`&=]*+=[^\s\"'`&]*+"
-_HEADER_BARE_PART = r"[^\s'`&=]*+=[^\s'`&]*+"
-AUTH_HEADER = re.compile(
-    # The leading letter test is only a fast reject for the many positions that cannot
-    # start a header name; the lookbehinds are the real boundary.
-    r"(?=[a-z])(?:(?<=(?P<name_quote>[\"']))|(?<![A-Za-z0-9_\"'-]))"
-    r"(?:" + _HEADER_NAMES + r")"
-    r"[\"']?+[ \t]*+:[ \t]*+"
-    r"(?P<value_quote>[\"'])?+"
-    r"(?:(?:bearer|basic|token|digest|negotiate|ntlm|apikey)[ \t]++)?+"
-    r"(?P<secret>"
-    rf"(?(name_quote){_HEADER_QUOTED_RUN}{{8,}}+"
-    rf"|(?(value_quote){_HEADER_QUOTED_RUN}{{8,}}+|{_HEADER_BARE_RUN}{{8,}}+))"
-    rf"(?:[ \t]++(?(name_quote){_HEADER_QUOTED_PART}"
-    rf"|(?(value_quote){_HEADER_QUOTED_PART}|{_HEADER_BARE_PART})))*+"
-    r")",
-    re.IGNORECASE,
-)
-
-# 14 and 15 share the assignment syntax: NAME, an optional closing quote (JSON keys),
-# "=" or ":" (not "==" or "::"), then a quoted value (its content is redacted, quotes
-# stay) or a bare value up to whitespace or a quote. A value never continues onto the
-# next line.
-_ASSIGNED_VALUE = (
-    r"(?![A-Za-z0-9_])[\"']?+[ \t]*+[:=](?![:=])[ \t]*+"
-    r"(?P<quote>[\"'])?+"
-    r"(?P<secret>(?(quote)(?:(?!(?P=quote))[^\r\n])++|[^\s\"'`]++))"
-)
-
-# 14. Well-known provider variables, any case (also "openai_api_key = ..." in code),
-# including names the generic rule misses (PGPASSWORD, MYSQL_PWD) and this server's own
-# tokens.
-_PROVIDER_NAMES = (
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "OPENAI_API_KEY",
-    "AZURE_OPENAI_API_KEY",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "GROQ_API_KEY",
-    "MISTRAL_API_KEY",
-    "COHERE_API_KEY",
-    "DEEPSEEK_API_KEY",
-    "XAI_API_KEY",
-    "OPENROUTER_API_KEY",
-    "TOGETHER_API_KEY",
-    "PERPLEXITY_API_KEY",
-    "FIREWORKS_API_KEY",
-    "REPLICATE_API_TOKEN",
-    "HF_TOKEN",
-    "HUGGING_FACE_HUB_TOKEN",
-    "HUGGINGFACEHUB_API_TOKEN",
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "GITLAB_TOKEN",
-    "NPM_TOKEN",
-    "PYPI_TOKEN",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "SLACK_BOT_TOKEN",
-    "STRIPE_SECRET_KEY",
-    "PGPASSWORD",
-    "MYSQL_PWD",
-    "AI_MEMORY_ROOT_TOKEN",
-    "AI_MEMORY_AUTH_TOKEN",
-)
-PROVIDER_ENV_ASSIGNMENT = re.compile(
-    r"(?=[a-z])(?<![A-Za-z0-9_])(?:" + "|".join(_PROVIDER_NAMES) + r")" + _ASSIGNED_VALUE,
-    re.IGNORECASE,
-)
-
-# 15. Generic assignments to UPPER_SNAKE names (the environment-variable convention)
-# ending in a secret-bearing suffix. Upper case only, so code such as
-# "primary_key=True" or "sort_key=len" is kept; "MONKEY" lacks the underscore.
-# "_PRIVATE_KEY" is covered by "_KEY".
-SECRET_ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*(?:_KEY|_TOKEN|_SECRET|_PASSWORD|_CREDENTIALS?)"
-    + _ASSIGNED_VALUE
-)
-
-# 16. Paths into credential directories. A path is a run of characters up to
-# whitespace, quotes, brackets, ":" or "="; the directory must start the run or follow a
-# separator and be followed by something inside it, so "~/.ssh" alone or ".sshd" stay.
-# Stopping at ":" leaves "host:" of "host:~/.ssh/x" and "C:" of Windows paths readable.
-# A path never ends in ".", "?" or "!", so a sentence's closing punctuation stays.
-_PATH_CHAR = r"[^\s\"'`<>|;,()\[\]{}:=]"
-_PATH_LAST_CHAR = r"[^\s\"'`<>|;,()\[\]{}:=.?!]"
-CREDENTIAL_PATH = re.compile(
-    rf"(?<!{_PATH_CHAR})"
-    rf"(?:{_PATH_CHAR}*?[/\\])?\.(?:ssh|aws|kube|gnupg|config[/\\]gcloud)[/\\]"
-    rf"{_PATH_CHAR}*{_PATH_LAST_CHAR}"
-)
-
-BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
-    # Whole blocks first, then self-identifying token formats (they need no context),
-    # then the context rules, which then see "[REDACTED]" as the value and leave it.
-    PEM_PRIVATE_KEY,
-    JWT,
-    API_SECRET_KEY,
-    GITHUB_TOKEN,
-    AWS_ACCESS_KEY_ID,
-    GOOGLE_KEY,
-    META_TOKEN,
-    TELEGRAM_BOT_TOKEN,
-    PIT_TOKEN,
-    SLACK_TOKEN,
-    AI_MEMORY_TOKEN,
-    BEARER_TOKEN,
-    URL_CREDENTIALS,
-    AUTH_HEADER,
-    PROVIDER_ENV_ASSIGNMENT,
-    SECRET_ASSIGNMENT,
-    CREDENTIAL_PATH,
-)
-
-# Fast gates: a literal that every match of the pattern contains, found by a search that
-# runs far faster than the pattern itself, so the common message with no secret costs a
-# few substring scans instead of seventeen full regex passes. A gate uses the pattern's own
-# case flags, so it agrees with the pattern on what counts as the same letter.
-# Patterns without a useful literal (Telegram's is ":") have no gate and always run.
-PREFILTERS: dict[re.Pattern[str], re.Pattern[str]] = {
-    PEM_PRIVATE_KEY: re.compile(r"PRIVATE KEY"),
-    JWT: re.compile(r"eyJ"),
-    API_SECRET_KEY: re.compile(r"sk-|k_live_|k_test_"),
-    GITHUB_TOKEN: re.compile(r"gh[pousr]_|github_pat_"),
-    AWS_ACCESS_KEY_ID: re.compile(r"A[KS]IA"),
-    GOOGLE_KEY: re.compile(r"AIza|1//"),
-    META_TOKEN: re.compile(r"EAA"),
-    PIT_TOKEN: re.compile(r"pit-"),
-    SLACK_TOKEN: re.compile(r"xox|xapp-"),
-    AI_MEMORY_TOKEN: re.compile(r"aim_"),
-    BEARER_TOKEN: re.compile(r"bearer", re.IGNORECASE),
-    URL_CREDENTIALS: re.compile(r"://"),
-    AUTH_HEADER: re.compile(r"authorization|key|token|cookie", re.IGNORECASE),
-    PROVIDER_ENV_ASSIGNMENT: re.compile(r"key|token|password|pwd", re.IGNORECASE),
-    SECRET_ASSIGNMENT: re.compile(r"_(?:KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)"),
-    CREDENTIAL_PATH: re.compile(r"\.(?:ssh|aws|kube|gnupg)|gcloud"),
-}
-
+# Characters that render as nothing and are removed before any pattern runs (see the
+# module docstring): a table for ``str.translate``, which deletes them in one pass.
+_INVISIBLE_CHARACTERS = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+_INVISIBLE_DELETE = str.maketrans(dict.fromkeys(_INVISIBLE_CHARACTERS))
 
 # --- Engine ---------------------------------------------------------------------------
 
@@ -337,7 +120,11 @@ class Scrubber:
     allowlist: frozenset[str] = frozenset()
 
     def scrub(self, text: str) -> str:
-        """Return ``text`` with every secret match replaced by ``[REDACTED]``."""
+        """Return ``text`` with every secret match replaced by ``[REDACTED]``.
+
+        Invisible characters are removed first (see the module docstring).
+        """
+        text = text.translate(_INVISIBLE_DELETE)
         for _ in range(_MAX_PASSES):
             scrubbed = text
             for pattern in self.patterns:

@@ -1,0 +1,558 @@
+"""The built-in secret patterns of the message scrubber (DESIGN.md section 5).
+
+Pure ``re``, no Django: the engine that applies them and the ``[sanitize]``
+configuration live in ``messaging.scrubbing``. The ``[REDACTED]`` marker is defined here
+because family 27 must recognise it inside a value.
+
+Families 1-16 follow ``research/ai-memory-behaviour.md`` section 4, 17 is this server's
+own ``aim_`` token keys, and 18-30 close the gaps a security review found by planting
+secrets in the formats real tools print (GitLab, npm, Hugging Face, SendGrid, Docker,
+AWS secret keys and session tokens, Slack webhooks, Azure connection strings, password
+assignments, ``mysql -p`` and ``docker login -p``). Each pattern's comment names its
+source format and why its boundaries are where they are.
+
+``BUILTIN_PATTERNS`` is the order the engine runs them in; ``PREFILTERS`` maps a pattern
+to a cheap gate that every match of it must contain.
+"""
+
+from __future__ import annotations
+
+import re
+
+# The marker the engine puts in place of a secret. It lives here because some patterns
+# must recognise it inside a value they take whole (family 27).
+REDACTED = "[REDACTED]"
+_MARKER_LITERAL = re.escape(REDACTED)
+
+# --- Built-in patterns ----------------------------------------------------------------
+#
+# Every quantifier over an open-ended character class is possessive (``*+``, ``++``,
+# ``{n,}+``) or stopped by a class it cannot consume, and every pattern that starts with
+# a class run has a lookbehind so it can only start where that run starts. Together this
+# keeps each pattern linear in the text length (no catastrophic backtracking).
+
+# 11. PEM private-key blocks, matched first so the whole block goes as one unit before
+# line-oriented patterns could chop it up. The body may be plain lines, JSON-escaped
+# ("\n" as two characters), indented or quoted with ">"; encrypted PEM adds
+# "Name: value" header lines. END is optional so a truncated paste still loses its key
+# material; the body class has no "-", so a missing END stops at the next dash instead
+# of scanning the rest of the text again for every BEGIN.
+_PEM_LABEL = r"-----{edge}[A-Z0-9 ]{{0,40}}PRIVATE KEY(?: BLOCK)?-----"
+PEM_PRIVATE_KEY = re.compile(
+    _PEM_LABEL.format(edge="BEGIN")
+    + r"(?:\s*+[A-Za-z][A-Za-z0-9-]*+:[^\r\n]*+)*+"
+    + r"[A-Za-z0-9+/=\s\\>#]*+"
+    + r"(?:"
+    + _PEM_LABEL.format(edge="END")
+    + r")?+"
+)
+
+# 10. JWTs: two base64url segments that both decode to a JSON object ("eyJ" is "{\"")
+# and a signature, which is empty for unsigned tokens.
+JWT = re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]*+")
+
+# 2. OpenAI-style keys (sk-..., sk-proj-..., also Anthropic's sk-ant-...) and Stripe
+# secret/restricted keys. Real keys run 40-200 characters; 20 keeps words such as
+# "sk-learn" while any real key clears it easily.
+API_SECRET_KEY = re.compile(
+    r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}+"
+    r"|(?<![A-Za-z0-9_])[rs]k_(?:live|test)_[A-Za-z0-9]{16,}+"
+)
+
+# 3. GitHub tokens. Classic ones carry exactly 36 characters after the prefix; 30+
+# tolerates older or future lengths. Fine-grained PATs are 82 characters long.
+GITHUB_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+)"
+)
+
+# 4. AWS access key ids: the format is fixed, so exactly 16 and no longer run.
+AWS_ACCESS_KEY_ID = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")
+
+# 5. Google API keys (fixed length 39) and OAuth refresh tokens ("1//" then ~100
+# characters; 30 keeps Python floor divisions such as "1//n" out).
+GOOGLE_KEY = re.compile(
+    r"(?<![A-Za-z0-9_-])AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"
+    r"|(?<![A-Za-z0-9/])1//[A-Za-z0-9_-]{30,}+"
+)
+
+# 6. Facebook / Meta access tokens: "EAA" plus well over 100 characters in practice.
+META_TOKEN = re.compile(r"(?<![A-Za-z0-9])EAA[A-Za-z0-9]{32,}+")
+
+# 7. Telegram bot tokens: an 8-10 digit bot id, a colon and a secret of 35 characters
+# (Telegram's own documentation example has 34, hence 30+). API URLs write them right
+# after "/bot", so that prefix counts as a boundary.
+TELEGRAM_BOT_TOKEN = re.compile(r"(?:(?<=bot)|(?<![A-Za-z0-9_:]))[0-9]{8,10}+:[A-Za-z0-9_-]{30,}+")
+
+# 8. "pit-" followed by a UUID.
+PIT_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_-])pit-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}"
+    r"-[0-9a-fA-F]{12}(?![A-Za-z0-9])"
+)
+
+# 9. Slack tokens (bot, user, app-level, ...). Real ones are 40+ characters; 10 keeps
+# a bare "xoxb-token" placeholder.
+SLACK_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])(?:xox[abprs]|xapp)-[A-Za-z0-9-]{10,}+")
+
+# 17. This server's own API token keys: "aim_" and 43 URL-safe characters. A key
+# pasted into a message would hand the recipient the sender's access.
+AI_MEMORY_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])aim_[A-Za-z0-9_-]{32,}+")
+
+# 1. "Bearer <token>": RFC 6750 token characters; 16+ keeps prose ("the bearer of
+# bad news") and placeholders, while real tokens are far longer. The word stays.
+BEARER_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_-])bearer[ \t]++(?P<secret>[A-Za-z0-9._~+/-]{16,}+=*+)",
+    re.IGNORECASE,
+)
+
+# 12. Credentials inside URLs: "user:password" before "@" is redacted, the scheme and
+# host stay. The password may itself contain "@" (the last "@" before the path wins, as
+# in browsers); a user name alone ("ssh://git@host") is no secret and is kept.
+URL_CREDENTIALS = re.compile(
+    r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}+://"
+    r"(?P<secret>[^\s/?#@:]*+:[^\s/?#]*)@"
+)
+
+# 13. Auth-bearing header lines, in HTTP dumps, curl -H arguments, JSON and YAML.
+# The value is the first run of 8+ non-space characters after an optional scheme word,
+# plus any further space-separated "name=value" parts (Cookie, Digest, AWS SigV4), so
+# prose such as "Authorization: see section 8" loses one word at most. Inside quotes
+# the value stops at the closing quote; bare, a double quote is part of it (Digest).
+# "Private-Token" is GitLab's header. Allowing "_" for "-" also catches lower-case
+# config keys such as "api_key:", "access_token:" or "private_key:" in YAML and JSON.
+_HEADER_NAMES = (
+    r"(?:proxy-)?authorization"
+    r"|(?:x-)?(?:api|auth|access|session|vault|amz-security|goog-api|private)[-_]?(?:key|token)"
+    r"|(?:set-)?cookie"
+)
+_HEADER_QUOTED_RUN = r"[^\s\"'`&]"
+_HEADER_BARE_RUN = r"[^\s'`&]"
+_HEADER_QUOTED_PART = r"[^\s\"'`&=]*+=[^\s\"'`&]*+"
+_HEADER_BARE_PART = r"[^\s'`&=]*+=[^\s'`&]*+"
+AUTH_HEADER = re.compile(
+    # The leading letter test is only a fast reject for the many positions that cannot
+    # start a header name; the lookbehinds are the real boundary.
+    r"(?=[a-z])(?:(?<=(?P<name_quote>[\"']))|(?<![A-Za-z0-9_\"'-]))"
+    r"(?:" + _HEADER_NAMES + r")"
+    r"[\"']?+[ \t]*+:[ \t]*+"
+    r"(?P<value_quote>[\"'])?+"
+    r"(?:(?:bearer|basic|token|digest|negotiate|ntlm|apikey)[ \t]++)?+"
+    r"(?P<secret>"
+    rf"(?(name_quote){_HEADER_QUOTED_RUN}{{8,}}+"
+    rf"|(?(value_quote){_HEADER_QUOTED_RUN}{{8,}}+|{_HEADER_BARE_RUN}{{8,}}+))"
+    rf"(?:[ \t]++(?(name_quote){_HEADER_QUOTED_PART}"
+    rf"|(?(value_quote){_HEADER_QUOTED_PART}|{_HEADER_BARE_PART})))*+"
+    r")",
+    re.IGNORECASE,
+)
+
+# 14 and 15 share the assignment syntax: NAME, an optional closing quote (JSON keys),
+# "=" or ":" (not "==" or "::"), then a quoted value (its content is redacted, quotes
+# stay) or a bare value up to whitespace or a quote. A value never continues onto the
+# next line.
+_ASSIGNED_VALUE = (
+    r"(?![A-Za-z0-9_])[\"']?+[ \t]*+[:=](?![:=])[ \t]*+"
+    r"(?P<quote>[\"'])?+"
+    r"(?P<secret>(?(quote)(?:(?!(?P=quote))[^\r\n])++|[^\s\"'`]++))"
+)
+
+# 14. Well-known provider variables, any case (also "openai_api_key = ..." in code),
+# including names the generic rule misses (PGPASSWORD, MYSQL_PWD) and this server's own
+# tokens.
+_PROVIDER_NAMES = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GROQ_API_KEY",
+    "MISTRAL_API_KEY",
+    "COHERE_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "XAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "TOGETHER_API_KEY",
+    "PERPLEXITY_API_KEY",
+    "FIREWORKS_API_KEY",
+    "REPLICATE_API_TOKEN",
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "HUGGINGFACEHUB_API_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GITLAB_TOKEN",
+    "NPM_TOKEN",
+    "PYPI_TOKEN",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "SLACK_BOT_TOKEN",
+    "STRIPE_SECRET_KEY",
+    "PGPASSWORD",
+    "MYSQL_PWD",
+    "AI_MEMORY_ROOT_TOKEN",
+    "AI_MEMORY_AUTH_TOKEN",
+)
+PROVIDER_ENV_ASSIGNMENT = re.compile(
+    r"(?=[a-z])(?<![A-Za-z0-9_])(?:" + "|".join(_PROVIDER_NAMES) + r")" + _ASSIGNED_VALUE,
+    re.IGNORECASE,
+)
+
+# 15. Generic assignments to UPPER_SNAKE names (the environment-variable convention)
+# ending in a secret-bearing suffix. Upper case only, so code such as
+# "primary_key=True" or "sort_key=len" is kept; "MONKEY" lacks the underscore.
+# "_PRIVATE_KEY" is covered by "_KEY".
+SECRET_ASSIGNMENT = re.compile(
+    r"(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*(?:_KEY|_TOKEN|_SECRET|_PASSWORD|_CREDENTIALS?)"
+    + _ASSIGNED_VALUE
+)
+
+# 16. Paths into credential directories. A path is a run of characters up to
+# whitespace, quotes, brackets, ":" or "="; the directory must start the run or follow a
+# separator and be followed by something inside it, so "~/.ssh" alone or ".sshd" stay.
+# Stopping at ":" leaves "host:" of "host:~/.ssh/x" and "C:" of Windows paths readable.
+# A path never ends in ".", "?" or "!", so a sentence's closing punctuation stays.
+_PATH_CHAR = r"[^\s\"'`<>|;,()\[\]{}:=]"
+_PATH_LAST_CHAR = r"[^\s\"'`<>|;,()\[\]{}:=.?!]"
+CREDENTIAL_PATH = re.compile(
+    rf"(?<!{_PATH_CHAR})"
+    rf"(?:{_PATH_CHAR}*?[/\\])?\.(?:ssh|aws|kube|gnupg|config[/\\]gcloud)[/\\]"
+    rf"{_PATH_CHAR}*{_PATH_LAST_CHAR}"
+)
+
+
+# --- Families added after the security review ------------------------------------------
+#
+# 18-30 close gaps a review found by planting real-format secrets in messages. Patterns
+# that need context on the same line (an AWS key id, a "mysql" or "docker login" command)
+# reach it through a bounded gap: at most 120 characters, or at most 20 words. That costs
+# a fixed number of steps per place the context occurs, so they stay linear too.
+
+# 18. GitLab tokens: "glpat-" personal access tokens (20 characters after the prefix;
+# newer "routable" ones are longer and carry "."-separated parts), plus the sibling
+# prefixes GitLab documents for deploy ("gldt-"), runner ("glrt-"), pipeline trigger
+# ("glptt-"), OAuth application ("gloas-"), CI job ("glcbt-"), feed ("glft-"), service
+# account ("glsoat-"), incoming mail ("glimt-") and agent ("glagent-") tokens. Every dot
+# part must hold a character, so a sentence's closing "." stays.
+GITLAB_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_-])gl(?:pat|dt|rt|ptt|oas|cbt|ft|soat|imt|agent)-[A-Za-z0-9_-]{20,}+"
+    r"(?:\.[A-Za-z0-9_-]{1,64}+){0,4}+"
+)
+
+# 19. npm access tokens: "npm_" and 36 base62 characters (30 random plus a 6-character
+# checksum), as "npm token create" prints them. npm's own environment variables
+# ("npm_config_registry", "npm_package_version") break at their "_" and stay.
+NPM_TOKEN = re.compile(r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36,}+")
+
+# 20. Hugging Face user access tokens: "hf_" and 34 or more letters and digits (37 in
+# practice). Library names ("hf_hub_download", "hf_transfer") break at the next "_".
+HUGGING_FACE_TOKEN = re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{34,}+")
+
+# 21. SendGrid API keys: "SG.", a 22-character key id, "." and a 43-character secret,
+# both base64url. The format is fixed, so both lengths are exact.
+SENDGRID_KEY = re.compile(
+    r"(?<![A-Za-z0-9_.-])SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"
+)
+
+# 22. Docker Hub personal and organisation access tokens: "dckr_pat_" / "dckr_oat_" and
+# 27 or more base64url characters, as "docker login" is told to use them.
+DOCKER_TOKEN = re.compile(r"(?<![A-Za-z0-9_])dckr_(?:pat|oat)_[A-Za-z0-9_-]{27,}+")
+
+# 23. AWS secret access keys printed without a variable name: a 40-character base64 run
+# on the same line as an access key id, either after it (IAM's accessKeys.csv,
+# "aws iam create-access-key --output text", "aws sts ... --output text") or before it.
+# A bare 40-character run is far too common to redact on its own (git SHAs, base64
+# digests, paths), so the id is required, within 120 characters. Pure hex runs (SHAs) are
+# excluded outright, and a key must mix upper and lower case, as any random base64 key
+# does. This runs before family 4, which would otherwise turn the id into "[REDACTED]"
+# and take the context away; only the key is redacted here, the id goes in family 4.
+_AWS_KEY_ID = r"(?<![A-Za-z0-9])A[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9])"
+AWS_SECRET_KEY_NEAR_ID = re.compile(
+    rf"(?:(?P<key_id>{_AWS_KEY_ID})[^\r\n]{{0,120}}?)?"
+    r"(?<![A-Za-z0-9/+=])"
+    r"(?![0-9a-fA-F]{40}(?![A-Za-z0-9/+=]))"
+    r"(?=[a-z0-9/+]{0,39}+[A-Z])(?=[A-Z0-9/+]{0,39}+[a-z])"
+    r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+    rf"(?(key_id)|(?=[^\r\n]{{0,120}}?{_AWS_KEY_ID}))"
+)
+
+# 24. AWS STS session tokens, which identify themselves: they are base64 of a binary
+# blob that starts with the same bytes, "IQoJb3JpZ2lu" (current) or "FwoGZXIvYXdz" /
+# "FQoGZXIvYXdz" (older), and run to several hundred characters. Presigned URLs carry
+# them URL-encoded in "X-Amz-Security-Token=", hence "%" in the class.
+AWS_SESSION_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9/+=%])(?:IQoJb3JpZ2lu|F[wQ]oGZXIvYXdz)[A-Za-z0-9/+=%]{100,}+"
+)
+
+# 25. Slack incoming-webhook and workflow URLs:
+# "https://hooks.slack.com/services/T<team>/B<bot>/<secret>" (workflows and triggers add
+# a segment). The team and bot ids are not secret and stay readable; the last segment,
+# which alone lets anyone post to the channel, is redacted.
+SLACK_WEBHOOK_URL = re.compile(
+    r"(?<![A-Za-z0-9.-])hooks\.slack\.com/(?:services|workflows|triggers)/"
+    r"(?:[A-Za-z0-9]{1,40}+/){1,3}+(?P<secret>[A-Za-z0-9]{8,}+)"
+)
+
+# 26. Azure connection strings: "DefaultEndpointsProtocol=https;AccountName=x;
+# AccountKey=<base64>;EndpointSuffix=core.windows.net" (storage) and
+# "Endpoint=sb://...;SharedAccessKeyName=x;SharedAccessKey=<base64>" (Service Bus, Event
+# Hubs). A value runs to the next ";" (the separator) or whitespace. A
+# "SharedAccessSignature=" value is a whole SAS query string, so it runs over "&" too; a
+# SAS in a URL is cut at its "sig=" parameter, the part that grants the access.
+# "SharedAccessKeyName=" is followed by "Name", not "=", and stays.
+AZURE_CONNECTION_SECRET = re.compile(
+    # The leading letter test is only a fast reject, as in family 13.
+    r"(?=[as])(?:(?<![A-Za-z0-9_])(?:Account|SharedAccess)Key[ \t]*+="
+    r"|(?<![A-Za-z0-9_])(?P<sas>SharedAccessSignature)[ \t]*+="
+    r"|(?<=[?&;])sig=)"
+    r"[ \t]*+(?P<secret>(?(sas)[^;\s\"'`]++|[^;&\s\"'`]++))",
+    re.IGNORECASE,
+)
+
+# 27. Assignments to credential names in any case and any config or code syntax: the
+# password family ("password", "passwd", "passphrase", "pwd"), "secret" and
+# "secret_key", and AWS's own key names as the CLI, SDKs and STS print them
+# ("aws_secret_access_key = ..." in ~/.aws/credentials, "SecretAccessKey": "..." and
+# "SessionToken": "..." from "aws sts assume-role", "secretAccessKey:" in JavaScript,
+# "AWS Secret Access Key [None]: ..." from "aws configure"). A name may carry up to four
+# "word_" / "word." / "word-" parts before it ("client_secret", "DB_PASSWORD",
+# "spring.datasource.password", "--db-password") but must end the key, so
+# "password_reset", "password_validators" and "secretName" stay. Covers YAML and JSON
+# ("password: x", "\"password\": \"x\""), Django settings ("'PASSWORD': 'x'"), INI,
+# shell and libpq conninfo ("host=db password=x dbname=app"), ODBC ("PWD=x;"), query
+# strings, Go (":="), PHP and Ruby ("=>").
+#
+# Unlike families 14 and 15 these names are ordinary words, so the value is judged:
+#
+# - Prose without "=" or ":" is never touched. After one, a bare value is one word, and
+#   not an English word followed by more words (_PROSE_WORD), so "Password: see the
+#   vault" and "password: The password part of the URL" stay, while "Password: hunter2
+#   is in the vault" loses "hunter2" only.
+# - A quoted value is redacted unless empty, unclosed on its line (in
+#   'getpass("Password: ")' that quote closes a string) or a placeholder
+#   ("${DB_PASSWORD}", "{{ vault_db_password }}", "<your password>", "$PW", "%PW%",
+#   "****", and "string" as Swagger and JSON schemas write it). Markdown counts too:
+#   "**Password:** x", and "password: `x`", whose backticked value is judged like a bare
+#   one below because "`str`" is code in Markdown.
+# - A bare value is taken for code, not a secret, when it is a type or literal
+#   ("password: str", "Optional[str]", "None", "null", "true", "void 0"), a call or
+#   subscript ("getpass()", "os.environ['PW']", "request.POST.get(...)"), a dotted
+#   attribute path ("self.password", "settings.DB_PASSWORD"), a variable named like a
+#   credential ("password=password", "password=raw_password", "secret=client_secret",
+#   "pw"), a string prefix ('f"{name}-pw"'), an SQL placeholder ("%s", "?", ":password",
+#   "$1"), a YAML tag or block ("!Ref", "|"), or opens a bracket ("{password}", "(").
+#   After ":" a type annotation ("password: HiddenText | None") is code; after " = "
+#   (spaced, as Python writes it and shell never does) an identifier followed by "," or
+#   an operator word is ("usable_password = value and ..."), and after a tuple target
+#   ("username, password = auth") any identifier is. Any of these can in theory be a
+#   real password; redacting every Python keyword argument would be worse.
+# - A bare value ends at whitespace, a quote, ",", ";", a closing bracket or "<", and
+#   after "=" also at "&", so "(password: x)", "PWD=x;", "password=x&user=y" (a query
+#   string) and "<td>password: x</td>" keep their punctuation, while "password: a&b"
+#   (YAML) goes whole. An earlier "[REDACTED]" inside it is taken along whole.
+# - "PWD=/home/bob" is the shell's working directory (as "env" prints it), so a "pwd"
+#   value starting with "/" or "~" stays; "passwd" is taken with "=" only, because
+#   "passwd: files systemd" is nsswitch.conf.
+# - AWS key names also accept whitespace instead of "=" or ":" when a 40-character run
+#   follows ("aws configure set aws_secret_access_key ...", "--secret-access-key ...").
+_CREDENTIAL_END = r"(?![^\s\"'`,;&)\]}<>])"
+_CREDENTIAL_PLACEHOLDER = (
+    r"(?:\$[{(]|\{\{|%\("
+    r"|(?:\$\w++|%\w++%|\*++|\u2022++|<[^<>\r\n]{0,100}+>|(?:string|str|text)\??)"
+    rf"(?:(?P=quote)|{_CREDENTIAL_END}))"
+)
+# An English word followed by more words starts a sentence, not a password: docstrings
+# ("password: The password part of the URL"), prose ("Password: see the vault", "docker
+# login -p with a token"). Used with re.IGNORECASE or inside "(?i:...)".
+_PROSE_WORD = (
+    r"(?:the|a|an|and|or|not|no|if|is|are|be|by|to|of|for|in|on|at|as|with|from|this|that"
+    r"|these|it|its|see|use|set|must|should|will|can|may|when|where|which|who|how|only"
+    r"|also|your|our|their|my|enter|type|same|default|all|each|please)[ \t]++(?=\S)"
+)
+_IDENTIFIER_PATH = r"[A-Za-z_$][A-Za-z0-9_$]*+(?:\.[A-Za-z_$][A-Za-z0-9_$]*+)"
+_CREDENTIAL_CODE_FORMS = (
+    # A call or subscript: "getpass()", "os.environ[", "$_POST[".
+    _IDENTIFIER_PATH + r"*+[(\[]",
+    # A dotted attribute path: "self.password", "settings.DB_PASSWORD".
+    _IDENTIFIER_PATH + r"++" + _CREDENTIAL_END,
+    # A type or literal.
+    r"(?:str|bytes|string|none|null|nil|true|false|undefined|optional|any|secretstr"
+    r"|int|bool|required|void)(?![A-Za-z0-9_$.-])",
+    # An English word that starts a sentence rather than a password.
+    _PROSE_WORD,
+    # A variable named like a credential.
+    r"(?:[A-Za-z0-9_]{0,40}?_)?(?:pwd|pw|pass)" + _CREDENTIAL_END,
+    r"[A-Za-z0-9_]{0,40}?(?:password|passwd|passphrase|secret|token)" + _CREDENTIAL_END,
+    # A string prefix: the value is a literal such as f"{name}-password" or b"...".
+    r"[rbuf]{1,2}+[\"']",
+    # An SQL placeholder.
+    r"(?:%s|\?|:[A-Za-z_]\w*+|\$\d++)" + _CREDENTIAL_END,
+    # A YAML tag or block scalar, or an opening bracket other than a marker's.
+    r"![A-Za-z]|\||[{(]|\[(?!" + re.escape(REDACTED[1:]) + r")",
+)
+_CREDENTIAL_CODE = "(?:" + "|".join(_CREDENTIAL_CODE_FORMS) + ")"
+_CREDENTIAL_NAME = (
+    r"(?:[A-Za-z0-9]{1,32}[_.-]){0,4}"
+    r"(?:password[0-9]?|(?P<passwd>passwd)|passphrase|(?P<pwd>pwd)|secret(?:[_-]?key)?"
+    r"|(?P<aws>secret[_-]?access[_-]?key|session[_-]?token|security[_-]?token))"
+    r"|(?P<aws_spaced>aws[ ]secret[ ]access[ ]key|aws[ ]session[ ]token)"
+)
+# "=" or ":" (also ":=" and "=>"), optionally wrapped in Markdown bold ("**Password:**",
+# "**Password**:") or after a closing quote or backtick.
+_CREDENTIAL_SEPARATOR = (
+    r"(?:[\"'`]|\*{1,2}+)?+"
+    r"(?(aws_spaced)(?:[ \t]*+\[[^\]\r\n]{0,64}+\])?+)"
+    r"(?:(?P<spaced>[ \t]++)?+(?(passwd)=(?![=>])|(?::=|=>|(?P<colon>:)(?![:=])|=(?![:=])))"
+    r"[ \t]*+(?:\*{1,2}+[ \t]++)?+"
+    r"|(?(aws)[ \t]++(?=[A-Za-z0-9/+]{40})|(?!)))"
+)
+_CREDENTIAL_BARE_RUN = rf"(?:{_MARKER_LITERAL}|(?(colon)[^\s\"'`,;)\]}}<>]|[^\s\"'`,;&)\]}}<>]))++"
+# Python statements, recognised by their spacing (" = ", where shell, libpq and query
+# strings write "="): an identifier value followed by "," or an operator word is an
+# expression ("usable_password = value and ..."), and after a tuple target
+# ("username, password = auth") any identifier value is.
+_PYTHON_EXPRESSION = (
+    _IDENTIFIER_PATH + r"*+(?:[ \t]*+,|[ \t]++(?:and|or|if|else|not|in|is)(?![A-Za-z0-9_]))"
+)
+_PYTHON_TUPLE_VALUE = _IDENTIFIER_PATH + r"*+" + _CREDENTIAL_END
+# A type annotation, recognised by what follows the type: "password: HiddenText | None",
+# "password: SecretStr = Field(...)".
+_TYPE_ANNOTATION = _IDENTIFIER_PATH + r"*+[ \t]*+(?:\|(?!\|)|=(?![=>]))"
+CREDENTIAL_ASSIGNMENT = re.compile(
+    r"(?=[A-Za-z])(?:(?<=--)|(?<![A-Za-z0-9_.-]))(?:(?<=, )(?P<listed>))?+"
+    rf"(?:{_CREDENTIAL_NAME})(?![A-Za-z0-9_])"
+    rf"{_CREDENTIAL_SEPARATOR}"
+    r"(?:(?P<quote>[\"'])|(?P<tick>`))?+"
+    rf"(?!{_CREDENTIAL_PLACEHOLDER})"
+    r"(?(pwd)(?![/~]))"
+    r"(?P<secret>"
+    r"(?(quote)(?:(?!(?P=quote))[^\r\n])++(?=(?P=quote))"
+    rf"|(?!{_CREDENTIAL_CODE})"
+    rf"(?(colon)(?!{_TYPE_ANNOTATION})"
+    rf"|(?(spaced)(?!{_PYTHON_EXPRESSION})(?(listed)(?!{_PYTHON_TUPLE_VALUE}))))"
+    rf"(?(tick)[^`\r\n]++(?=`)|{_CREDENTIAL_BARE_RUN}))"
+    r")",
+    re.IGNORECASE,
+)
+
+# 28. npm registry credentials in ".npmrc" ("//registry.npmjs.org/:_authToken=...",
+# "_auth=<base64 user:pass>", "//host/:_password=<base64>") and Yarn Berry's
+# ".yarnrc.yml" ("npmAuthToken: ..."). An npm key follows the "/:" of its registry
+# scope, or starts a line; "self._password = None" in Python is neither. "${NPM_TOKEN}",
+# the usual CI form, is a reference to a secret rather than one and stays, and so does
+# a bare value family 27 takes for code.
+NPMRC_AUTH = re.compile(
+    r"(?:(?<=:)_(?:authToken|auth|password)|(?<![^\r\n])_(?:authToken|auth)"
+    r"|(?<![A-Za-z0-9_])npmAuth(?:Token|Ident))"
+    r"[\"']?+[ \t]*+[:=][ \t]*+"
+    r"(?P<quote>[\"'])?+(?!\$\{)"
+    r"(?P<secret>(?(quote)(?:(?!(?P=quote))[^\r\n])++(?=(?P=quote))"
+    rf"|(?!(?i:{_CREDENTIAL_CODE}))[^\s\"'`]++))"
+)
+
+# 29 and 30 read passwords given on a command line, in the same command as the program
+# that takes them. The value may be quoted (the quotes stay) and is never a shell
+# reference ("$MYSQL_ROOT_PASSWORD", "${X}", "$(cat f)"), which names a secret without
+# holding it; it never starts with "-" (that is the next option), and a bare one is not
+# an English word followed by more words (prose about the flag, see _PROSE_WORD). The
+# arguments between the program and the flag are walked a whole space-separated word at
+# a time, at most 20 of them, and stop at a pipe, ";" or "&" (the next command).
+_CLI_ARGUMENTS = r"(?:[ \t]++[^\s|;&]++){0,20}?"
+_CLI_VALUE = (
+    r"(?P<quote>[\"'])?+(?!\$[{(A-Za-z_])(?!-)"
+    r"(?P<secret>(?(quote)(?:(?!(?P=quote))[^\r\n])++"
+    rf"|(?!(?i:{_PROSE_WORD}))[^\s\"'`|;&<>()]++))"
+)
+
+# 29. MySQL and MariaDB clients: "-p" glued to the password ("mysql -u root -pS3cret",
+# "mysqldump -uroot -p'S3 cret' db") or "--password=...", anywhere later in the same
+# command (up to a pipe, ";" or "&"). A bare "-p" asks for the password and "-P 3306" is
+# the port (case matters), so both stay.
+MYSQL_PASSWORD_FLAG = re.compile(
+    r"(?<![A-Za-z0-9_.-])"
+    r"(?:mysql(?:dump|admin|import|check|sh|pump|binlog|slap)?|mariadb(?:-?dump|-?admin)?)"
+    r"(?:\.exe)?+(?![A-Za-z0-9_.-])"
+    rf"{_CLI_ARGUMENTS}[ \t]++(?:-p|--password=){_CLI_VALUE}"
+)
+
+# 30. Registry logins: "docker login -u bob -p <password> registry.example.com" and
+# "--password <password>" / "--password=...", also for podman, nerdctl, buildah, skopeo,
+# oras and "helm registry login". "--password-stdin" takes no value and stays; "-p" means
+# something else (ports) in every other docker command, so "login" must come first.
+REGISTRY_LOGIN_PASSWORD = re.compile(
+    r"(?<![A-Za-z0-9_.-])(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]++registry)"
+    r"(?:\.exe)?+(?:[ \t]++[^\s|;&]++){0,6}?[ \t]++login(?![A-Za-z0-9_.-])"
+    rf"{_CLI_ARGUMENTS}[ \t]++(?:-p(?:[ \t]++|=)?+|--password(?:[ \t]++|=)){_CLI_VALUE}"
+)
+
+BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
+    # Whole blocks first, then self-identifying token formats (they need no context),
+    # then the context rules, which then see "[REDACTED]" as the value and leave it.
+    PEM_PRIVATE_KEY,
+    JWT,
+    API_SECRET_KEY,
+    GITHUB_TOKEN,
+    GITLAB_TOKEN,
+    NPM_TOKEN,
+    HUGGING_FACE_TOKEN,
+    SENDGRID_KEY,
+    DOCKER_TOKEN,
+    # Before the key id: it reads the id as its context (family 23).
+    AWS_SECRET_KEY_NEAR_ID,
+    AWS_ACCESS_KEY_ID,
+    AWS_SESSION_TOKEN,
+    GOOGLE_KEY,
+    META_TOKEN,
+    TELEGRAM_BOT_TOKEN,
+    PIT_TOKEN,
+    SLACK_TOKEN,
+    AI_MEMORY_TOKEN,
+    BEARER_TOKEN,
+    SLACK_WEBHOOK_URL,
+    URL_CREDENTIALS,
+    AZURE_CONNECTION_SECRET,
+    AUTH_HEADER,
+    NPMRC_AUTH,
+    PROVIDER_ENV_ASSIGNMENT,
+    SECRET_ASSIGNMENT,
+    CREDENTIAL_ASSIGNMENT,
+    MYSQL_PASSWORD_FLAG,
+    REGISTRY_LOGIN_PASSWORD,
+    CREDENTIAL_PATH,
+)
+
+# Fast gates: a literal that every match of the pattern contains, found by a search that
+# runs far faster than the pattern itself, so the common message with no secret costs a
+# few substring scans instead of thirty full regex passes. A gate uses the pattern's own
+# case flags, so it agrees with the pattern on what counts as the same letter.
+# Patterns without a useful literal (Telegram's is ":") have no gate and always run.
+PREFILTERS: dict[re.Pattern[str], re.Pattern[str]] = {
+    PEM_PRIVATE_KEY: re.compile(r"PRIVATE KEY"),
+    JWT: re.compile(r"eyJ"),
+    API_SECRET_KEY: re.compile(r"sk-|k_live_|k_test_"),
+    GITHUB_TOKEN: re.compile(r"gh[pousr]_|github_pat_"),
+    GITLAB_TOKEN: re.compile(r"gl(?:pat|dt|rt|ptt|oas|cbt|ft|soat|imt|agent)-"),
+    NPM_TOKEN: re.compile(r"npm_"),
+    HUGGING_FACE_TOKEN: re.compile(r"hf_"),
+    SENDGRID_KEY: re.compile(r"SG\."),
+    DOCKER_TOKEN: re.compile(r"dckr_"),
+    AWS_SECRET_KEY_NEAR_ID: re.compile(r"A[KS]IA"),
+    AWS_ACCESS_KEY_ID: re.compile(r"A[KS]IA"),
+    AWS_SESSION_TOKEN: re.compile(r"IQoJb3JpZ2lu|F[wQ]oGZXIvYXdz"),
+    GOOGLE_KEY: re.compile(r"AIza|1//"),
+    META_TOKEN: re.compile(r"EAA"),
+    PIT_TOKEN: re.compile(r"pit-"),
+    SLACK_TOKEN: re.compile(r"xox|xapp-"),
+    AI_MEMORY_TOKEN: re.compile(r"aim_"),
+    BEARER_TOKEN: re.compile(r"bearer", re.IGNORECASE),
+    SLACK_WEBHOOK_URL: re.compile(r"hooks\.slack\.com/"),
+    URL_CREDENTIALS: re.compile(r"://"),
+    AZURE_CONNECTION_SECRET: re.compile(r"accountkey|sharedaccess|sig=", re.IGNORECASE),
+    AUTH_HEADER: re.compile(r"authorization|key|token|cookie", re.IGNORECASE),
+    NPMRC_AUTH: re.compile(r"_auth|_password|npmAuth"),
+    PROVIDER_ENV_ASSIGNMENT: re.compile(r"key|token|password|pwd", re.IGNORECASE),
+    SECRET_ASSIGNMENT: re.compile(r"_(?:KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)"),
+    CREDENTIAL_ASSIGNMENT: re.compile(r"pass|pwd|secret|token", re.IGNORECASE),
+    MYSQL_PASSWORD_FLAG: re.compile(r"mysql|mariadb"),
+    REGISTRY_LOGIN_PASSWORD: re.compile(r"login"),
+    CREDENTIAL_PATH: re.compile(r"\.(?:ssh|aws|kube|gnupg)|gcloud"),
+}
