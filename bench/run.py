@@ -1,243 +1,374 @@
-"""``make bench``: measure a real ``ai-memory serve`` and write ``docs/benchmarks.md``.
+"""``make bench``: measure ``ai-memory serve`` over loopback and write ``docs/benchmarks.md``.
 
-Everything is measured in one run against one spawned server on loopback, and reported
-as ratios to ``GET /healthz`` on the same server (a route that does one ``SELECT 1``),
-because this machine is noisy: absolute numbers move between runs, ratios much less.
-Loops are bounded in count; nothing leaves 127.0.0.1.
+For each database (SQLite, and PostgreSQL when ``BENCH_POSTGRES_URL`` or the local server
+at 127.0.0.1:5432 answers) the bench starts the server exactly as ``ai-memory serve`` does,
+in a fresh data dir (and a fresh PostgreSQL database), and drives it with ``wrk`` (Lua
+scripts in ``bench/wrk/``), a C load generator whose own CPU time is reported beside each
+figure so it can be seen not to be the bottleneck. Figures of one database come from one
+run against one server and are reported as ratios to the floor (``GET /healthz``) of that
+same run, since this machine is noisy. The peer (PyPI ``agent-inbox``) runs in its own
+virtualenv beside it when Python 3.13 is at hand. Nothing leaves 127.0.0.1; every load is
+bounded in time.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import platform
-import socket
-import statistics
+import resource
+import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
+import psycopg
+from psycopg import sql
 
 from bench.mcp_tools_size import tools_list_size
 
 ROOT = Path(__file__).resolve().parent.parent
+WRK_DIR = ROOT / "bench" / "wrk"
 OUTPUT = ROOT / "docs" / "benchmarks.md"
-REQUESTS = int(os.environ.get("BENCH_REQUESTS", "400"))
-THREADS = 4
+OUTPUT_JSON = ROOT / "docs" / "benchmarks.json"
 BODY = "Please add a /v1/export endpoint that streams NDJSON. " * 18  # about 1 KB
+CONCURRENCIES = (1, 8, 32)
+SECONDS = float(os.environ.get("BENCH_SECONDS", "6"))
+SINKS = 200  # recipient projects for sends: 200 x 256 pending before any inbox is full
+STOCKED = 100  # stocked inboxes for pops
+HISTORY_ROWS = int(os.environ.get("BENCH_HISTORY_ROWS", "1000000"))
+MEMORY_REQUESTS = int(os.environ.get("BENCH_MEMORY_REQUESTS", "100000"))
+CONTENTION_MESSAGES = 5000
+POSTGRES_ADMIN_URL = os.environ.get(
+    "BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres"
+)
 
 
 @dataclass
-class Timing:
+class Load:
+    """One wrk run: what was asked, what came back, what wrk itself cost."""
+
     name: str
-    seconds: list[float]
+    connections: int
+    requests: int
+    seconds: float
+    rps: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    errors: int
+    claimed: int
+    empty: int
+    wrk_cpu: float  # wrk's CPU time over the wall time of the run, in cores
 
-    def quantile(self, q: float) -> float:
-        ordered = sorted(self.seconds)
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
-    @property
-    def p50_ms(self) -> float:
-        return statistics.median(self.seconds) * 1000
+def wrk(base: str, script: str, connections: int, seconds: float, **env: str) -> Load:
+    """Run one wrk load and parse the summary the Lua ``done`` prints."""
+    threads = 1 if connections == 1 else 2
+    full_env = {**os.environ, "BENCH_WRK_DIR": str(WRK_DIR), "BENCH_BODY": BODY, **env}
+    command = [
+        "wrk",
+        f"-t{threads}",
+        f"-c{connections}",
+        f"-d{max(1, round(seconds))}s",
+        "--timeout",
+        "10s",
+        "-s",
+        str(WRK_DIR / script),
+        base,
+    ]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    done = subprocess.run(command, env=full_env, capture_output=True, text=True, check=False)
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("WRK_JSON ")), None)
+    if done.returncode != 0 or line is None:
+        raise SystemExit(f"wrk failed: {done.stdout}\n{done.stderr}")
+    data = json.loads(line.removeprefix("WRK_JSON "))
+    duration = data["duration_us"] / 1e6
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Load(
+        name=f"{script} {env.get('BENCH_PATH', env.get('BENCH_TOOL', ''))}".strip(),
+        connections=connections,
+        requests=data["requests"],
+        seconds=duration,
+        rps=data["requests"] / duration,
+        p50_ms=data["p50_us"] / 1000,
+        p95_ms=data["p95_us"] / 1000,
+        p99_ms=data["p99_us"] / 1000,
+        errors=data["status_errors"] + data["socket_errors"],
+        claimed=data["claimed"],
+        empty=data["empty"],
+        wrk_cpu=cpu / wall,
+    )
 
-    @property
-    def p95_ms(self) -> float:
-        return self.quantile(0.95) * 1000
+
+class Server:
+    """``ai-memory serve`` on a free port, with the environment of one database."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.env = env
+        self.log = log.open("wb")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "aimemory_site.cli.main",
+                "serve",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+            ],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.base}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.2)  # the server is migrating and starting; only polling tells
+        self.stop()
+        raise SystemExit(f"server did not start; see {log}")
+
+    def seed(self, *arguments: object) -> dict[str, Any]:
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.seed", *map(str, arguments)],
+            env=self.env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"bench.seed {arguments} failed:\n{done.stderr}")
+        last = done.stdout.strip().splitlines()[-1:] or ["{}"]
+        answer: dict[str, Any] = json.loads(last[0])
+        return answer
+
+    def rss_kib(self) -> dict[str, int]:
+        """Resident and peak resident memory of each server process (master, workers)."""
+        pids = [self.proc.pid]
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        if children.exists():
+            pids += [int(c) for c in children.read_text().split()]
+        sizes: dict[str, int] = {}
+        for pid in pids:
+            status = Path(f"/proc/{pid}/status").read_text().splitlines()
+            for line in status:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    key, value = line.split(":")
+                    sizes[f"{pid}.{key}"] = int(value.split()[0])
+        return sizes
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
 
 
 def _free_port() -> int:
+    import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
 
 
-def _start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "AI_MEMORY_DATA_DIR": str(data_dir)}
-    env.pop("AI_MEMORY_ROOT_TOKEN", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "aimemory_site.cli.main", "serve", "--bind", f"127.0.0.1:{port}"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+@contextmanager
+def postgres_database() -> Iterator[str | None]:
+    """A fresh PostgreSQL database for one bench run (dropped after), or None if none."""
+    try:
+        admin = psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True, connect_timeout=3)
+    except psycopg.Error:
+        yield None
+        return
+    name = f"aimemory_bench_{uuid.uuid4().hex[:8]}"
+    with admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.2)  # the server is still starting; nothing to wait on but polling
-    proc.kill()
-    raise SystemExit("server did not start")
+            yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+        finally:
+            admin.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
 
 
-def _time(client: httpx.Client, name: str, count: int, call: Callable[[int], None]) -> Timing:
-    seconds = []
-    for i in range(count):
-        start = time.perf_counter()
-        call(i)
-        seconds.append(time.perf_counter() - start)
-    return Timing(name, seconds)
+def bench_database(label: str, database_url: str | None, workdir: Path) -> dict[str, Any]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("AI_MEMORY_") and key != "DATABASE_URL"
+    }
+    env["AI_MEMORY_DATA_DIR"] = str(workdir / "data")
+    if database_url:
+        env["DATABASE_URL"] = database_url
+    workdir.mkdir(parents=True, exist_ok=True)
+    server = Server(env, workdir / "server.log")
+    out: dict[str, Any] = {"database": label}
+    try:
+        base = server.base
+        server.seed("projects", SINKS)
+        wrk(base, "get.lua", 8, 2, BENCH_PATH="/healthz")  # warm-up: connections, caches
+        static = "/static/webui/app.css"
+        for c in CONCURRENCIES:
+            out[f"floor_c{c}"] = wrk(base, "get.lua", c, SECONDS, BENCH_PATH="/healthz")
+            out[f"static_c{c}"] = wrk(base, "get.lua", c, SECONDS, BENCH_PATH=static)
+        for c in CONCURRENCIES:
+            out[f"send_c{c}"] = wrk(base, "send.lua", c, SECONDS, BENCH_SINKS=str(SINKS))
+        for c in CONCURRENCIES:
+            server.seed("stock", STOCKED, 250)
+            out[f"pop_c{c}"] = wrk(base, "pop.lua", c, SECONDS, BENCH_SINKS=str(STOCKED))
+        list_path = "/api/v1/messages?workspace=bench&project=stock-1&limit=50"
+        server.seed("stock", STOCKED, 250)
+        out["list_c1"] = wrk(base, "get.lua", 1, SECONDS, BENCH_PATH=list_path)
+        for c in CONCURRENCIES:
+            server.seed("stock", STOCKED, 250)
+            tool = "memory_message_send"
+            out[f"mcp_send_c{c}"] = wrk(
+                base, "mcp.lua", c, SECONDS, BENCH_SINKS=str(SINKS), BENCH_TOOL=tool
+            )
+            tool = "memory_message_pop"
+            out[f"mcp_pop_c{c}"] = wrk(
+                base, "mcp.lua", c, SECONDS, BENCH_SINKS=str(STOCKED), BENCH_TOOL=tool
+            )
 
+        # Contention: 32 clients on one inbox, kept at 250 until 5,000 went in.
+        refiller = subprocess.Popen(
+            [sys.executable, "-m", "bench.seed", "refill", str(CONTENTION_MESSAGES), "250"],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+        )
+        uncontended = out["pop_c32"].rps
+        seconds = CONTENTION_MESSAGES / max(uncontended * 0.3, 50) + 5
+        out["contention"] = wrk(base, "contention.lua", 32, seconds)
+        refiller.wait(timeout=600)
+        out["contention_db"] = server.seed("hot-claims")
 
-def _throughput(base_url: str, count: int, call: Callable[[httpx.Client, int], object]) -> float:
-    """Requests per second with THREADS clients released together."""
-    barrier = threading.Barrier(THREADS + 1)
-    per_thread = count // THREADS
+        # Web pages with few projects, then with 1,000 projects and 10,000 pending.
+        server.seed("web", 2, 20)
+        out["web_queries_small"] = server.seed("web-queries")
+        server.seed("web", 1000, 10000 - 20)
+        out["web_queries"] = server.seed("web-queries")
+        out["web_home"] = wrk(base, "get.lua", 1, SECONDS, BENCH_PATH="/web/")
+        out["web_project"] = wrk(base, "get.lua", 1, SECONDS, BENCH_PATH="/web/w/web/w1/")
 
-    def worker(offset: int) -> None:
-        with httpx.Client(base_url=base_url) as client:
-            barrier.wait()
-            for i in range(per_thread):
-                call(client, offset * per_thread + i)
+        # Memory: a send/pop mix over the sink inboxes, RSS after each half of the requests.
+        rss_start = server.rss_kib()
+        half = MEMORY_REQUESTS // 2
+        step = min(max(half / max(out["send_c8"].rps, 50) / 4, 2), 20)
+        halves = []
+        for _ in range(2):
+            done_requests = 0
+            while done_requests < half:
+                sent = wrk(base, "send.lua", 8, step, BENCH_SINKS=str(SINKS))
+                popped = wrk(
+                    base, "pop.lua", 8, step, BENCH_SINKS=str(SINKS), BENCH_INBOX_PREFIX="sink"
+                )
+                done_requests += sent.requests + popped.requests
+            halves.append(server.rss_kib())
+        out["memory"] = {"start": rss_start, "half": halves[0], "end": halves[1]}
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    start = time.perf_counter()
-    for t in threads:
-        t.join()
-    return per_thread * THREADS / (time.perf_counter() - start)
-
-
-def _rss_kib(pid: int) -> int:
-    """Resident memory of ``pid`` and its children (gunicorn master plus workers)."""
-    total = 0
-    pids = [pid]
-    children = Path(f"/proc/{pid}/task/{pid}/children")
-    if children.exists():
-        pids += [int(c) for c in children.read_text().split()]
-    for p in pids:
-        for line in Path(f"/proc/{p}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                total += int(line.split()[1])
-    return total
-
-
-def _tools_list_rows() -> str:
-    size = tools_list_size()
-    return (
-        f"| initialize era (2025-03-26 … 2025-11-25) | {size['chars']:,} | "
-        f"{size['approx_tokens']:,} |\n"
-        f"| 2026-07-28 | {size['modern_chars']:,} | {size['modern_approx_tokens']:,} |"
-    )
+        # Scale: a million historical messages, then the hot path again at one client.
+        server.seed("history", HISTORY_ROWS, 1000)
+        out["size"] = server.seed("size")
+        out["scale_send_c1"] = wrk(base, "send.lua", 1, SECONDS, BENCH_SINKS=str(SINKS))
+        server.seed("stock", STOCKED, 250)
+        out["scale_pop_c1"] = wrk(base, "pop.lua", 1, SECONDS, BENCH_SINKS=str(STOCKED))
+        server.seed("stock", STOCKED, 250)
+        out["scale_list_c1"] = wrk(base, "get.lua", 1, SECONDS, BENCH_PATH=list_path)
+    finally:
+        server.stop()
+    return out
 
 
 def main() -> None:
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    database = "PostgreSQL" if os.environ.get("DATABASE_URL") else "SQLite (WAL)"
+    if shutil.which("wrk") is None:
+        raise SystemExit("make bench needs wrk: apt-get install wrk")
+    started = datetime.now(UTC)
+    results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        proc = _start_server(Path(tmp), port)
-        try:
-            with httpx.Client(base_url=base) as client:
-                for name in ("bench-a", "bench-b"):
-                    client.post(
-                        "/api/v1/sessions",
-                        json={"workspace": "default", "project": name, "session_id": name},
-                    ).raise_for_status()
-                send_payload = {
-                    "to_workspace": "default",
-                    "to_project": "bench-b",
-                    "from_workspace": "default",
-                    "from_project": "bench-a",
-                    "subject": "export endpoint",
-                    "body": BODY,
-                }
-                inbox = {"workspace": "default", "project": "bench-b"}
-                rss_idle = _rss_kib(proc.pid)
+        wanted = os.environ.get("BENCH_DATABASES", "sqlite,postgresql").split(",")
+        if "sqlite" in wanted:
+            results["sqlite"] = bench_database("SQLite (WAL)", None, Path(tmp) / "sqlite")
+        if "postgresql" in wanted:
+            with postgres_database() as url:
+                if url is not None:
+                    results["postgresql"] = bench_database("PostgreSQL", url, Path(tmp) / "pg")
+        if os.environ.get("BENCH_PEER", "1") == "1":
+            results["peer"] = bench_peer(Path(tmp) / "peer")
+        else:
+            results["peer"] = {"skipped": "BENCH_PEER=0"}
+    results["tools_list"] = tools_list_size()
+    OUTPUT_JSON.write_text(json.dumps(_plain(results), indent=2) + "\n")
+    from bench.report import report
 
-                def healthz(_: int) -> None:
-                    client.get("/healthz").raise_for_status()
+    OUTPUT.write_text(report(_plain(results), started))
+    print(OUTPUT.read_text())
 
-                def send(_: int) -> None:
-                    client.post("/api/v1/messages", json=send_payload).raise_for_status()
 
-                def pop(_: int) -> None:
-                    response = client.post("/api/v1/messages/pop", json=inbox)
-                    response.raise_for_status()
-                    assert response.json()["message"] is not None
+def bench_peer(workdir: Path) -> dict[str, Any]:
+    """The peer's send and read+ack at the same concurrencies, or why it did not run."""
+    from bench import peer
 
-                def list_50(_: int) -> None:
-                    client.get("/api/v1/messages", params={**inbox, "limit": 50}).raise_for_status()
+    try:
+        venv = peer.peer_install(workdir)
+    except (RuntimeError, subprocess.CalledProcessError) as exc:
+        return {"skipped": str(exc)}
+    port = _free_port()
+    proc = peer.peer_start(venv, port, workdir / "data")
+    base = f"http://127.0.0.1:{port}"
+    out: dict[str, Any] = {"version": peer.PEER_VERSION}
+    try:
+        setup = peer.peer_prepare(base)
+        for c in CONCURRENCIES:
+            threads = 1 if c == 1 else 2
+            env = peer.peer_wrk_env(setup, threads=threads)
+            out[f"send_c{c}"] = wrk(base, "peer_send.lua", c, SECONDS, **env)
+        for c in CONCURRENCIES:
+            threads = 1 if c == 1 else 2
+            # Enough ids for the run: a read whose id ran out is not work (it is counted).
+            ids = peer.peer_stock(base, setup, peer.ids_needed(1500, SECONDS, margin=1.5))
+            env = peer.peer_wrk_env(setup, ids, threads=threads, ids_file=workdir / "ids.txt")
+            out[f"read_c{c}"] = wrk(base, "peer_read.lua", c, SECONDS, **env)
+    finally:
+        peer.peer_stop(proc)
+    return out
 
-                _time(client, "warm-up", 50, healthz)
-                batch = min(REQUESTS, 250)  # the inbox holds 256
-                timings = [_time(client, "GET /healthz (baseline)", REQUESTS, healthz)]
-                sends = _time(client, "POST /api/v1/messages (send, 1 KB)", batch, send)
-                lists = _time(client, "GET /api/v1/messages (list 50)", REQUESTS, list_50)
-                pops = _time(client, "POST /api/v1/messages/pop", batch, pop)
-                timings += [sends, lists, pops]
-                rss_after = _rss_kib(proc.pid)
 
-                health_rps = _throughput(
-                    base, REQUESTS, lambda c, _: c.get("/healthz").raise_for_status()
-                )
-                send_rps = _throughput(
-                    base,
-                    batch,
-                    lambda c, _: c.post("/api/v1/messages", json=send_payload).raise_for_status(),
-                )
-                pop_rps = _throughput(
-                    base,
-                    batch,
-                    lambda c, _: c.post("/api/v1/messages/pop", json=inbox).raise_for_status(),
-                )
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+def _plain(value: Any) -> Any:
+    if isinstance(value, Load):
+        return asdict(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
-    base_p50 = timings[0].p50_ms
-    rows = "\n".join(
-        f"| {t.name} | {len(t.seconds)} | {t.p50_ms:.2f} | {t.p95_ms:.2f} | "
-        f"{t.p50_ms / base_p50:.2f}× |"
-        for t in timings
-    )
-    report = f"""# Benchmarks
 
-Written by `make bench` (`python -m bench.run`) on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.
-Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()};
-database: {database}; server: `ai-memory serve` (gunicorn) on loopback, a fresh data dir.
-The machine is shared and noisy: compare the ratios, which are measured in the same run
-against `GET /healthz` on the same server (one `SELECT 1`), more than the milliseconds.
-
-## Latency, one client, sequential requests (keep-alive)
-
-| route | requests | p50 ms | p95 ms | p50 vs healthz |
-|---|---|---|---|---|
-{rows}
-
-## Throughput, {THREADS} concurrent clients
-
-| route | requests/s | vs healthz |
-|---|---|---|
-| GET /healthz | {health_rps:.0f} | 1.00× |
-| POST /api/v1/messages (send) | {send_rps:.0f} | {send_rps / health_rps:.2f}× |
-| POST /api/v1/messages/pop | {pop_rps:.0f} | {pop_rps / health_rps:.2f}× |
-
-## Memory
-
-Resident memory of the server (gunicorn master and workers): {rss_idle / 1024:.1f} MiB
-after start-up, {rss_after / 1024:.1f} MiB after the latency runs.
-
-## MCP tool definitions
-
-The `tools/list` answer every agent loads at every session start (tokens ≈ chars / 4):
-
-| protocol era | characters | ≈ tokens |
-|---|---|---|
-{_tools_list_rows()}
-"""
-    OUTPUT.write_text(report)
-    print(report)
+def machine() -> dict[str, str]:
+    return {
+        "machine": platform.machine(),
+        "cores": str(os.cpu_count()),
+        "python": platform.python_version(),
+    }
 
 
 if __name__ == "__main__":

@@ -127,17 +127,22 @@ class Scrubber:
         text = text.translate(_INVISIBLE_DELETE)
         for _ in range(_MAX_PASSES):
             scrubbed = text
+            folded = text.casefold()
             for pattern in self.patterns:
-                scrubbed = self._apply(pattern, scrubbed)
+                changed = self._apply(pattern, scrubbed, folded)
+                if changed is not scrubbed:
+                    scrubbed, folded = changed, changed.casefold()
             if scrubbed == text:
                 break
             text = scrubbed
         return text
 
-    def _apply(self, pattern: re.Pattern[str], text: str) -> str:
-        """One pass of one pattern over the text."""
+    def _apply(self, pattern: re.Pattern[str], text: str, folded: str | None = None) -> str:
+        """One pass of one pattern over the text (``folded``: ``text.casefold()``)."""
         gate = PREFILTERS.get(pattern)
-        if gate is not None and gate.search(text) is None:
+        if gate is not None and not gate.admits(
+            text, text.casefold() if folded is None else folded
+        ):
             return text
         markers = [m.span() for m in _MARKER.finditer(text)] if REDACTED in text else []
         marker_starts = [start for start, _ in markers]

@@ -16,8 +16,9 @@ def add_parser(subparsers: SubParsers) -> None:
         "serve",
         summary="run the server (migrate, collect static, gunicorn)",
         paragraphs=[
-            "Migrate the database, collect static files and serve with gunicorn. SQLite runs "
-            "one process with threads; PostgreSQL runs several processes. An anonymous server "
+            "Migrate the database, collect static files and serve with gunicorn: one process "
+            "per core plus one on SQLite (writers queue on a lock file), up to 8 on "
+            "PostgreSQL, 4 threads each. An anonymous server "
             "(no AI_MEMORY_ROOT_TOKEN, no user tokens) refuses a non-loopback address unless "
             "AI_MEMORY_ALLOW_ANONYMOUS=1."
         ],
@@ -26,7 +27,7 @@ def add_parser(subparsers: SubParsers) -> None:
     parser.add_argument(
         "--bind", help="address to bind (default: $AI_MEMORY_BIND or 127.0.0.1:8000)"
     )
-    parser.add_argument("--workers", type=int, help="gunicorn worker processes (PostgreSQL only)")
+    parser.add_argument("--workers", type=int, help="gunicorn worker processes")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,11 +57,14 @@ def run(args: argparse.Namespace) -> int:
     server_boot_record()
 
     sqlite = settings.DATABASES["default"]["ENGINE"].endswith("sqlite3")
-    if sqlite:
-        # One process: SQLite has one writer; threads keep reads concurrent.
-        workers, threads = 1, 8
-    else:
-        workers, threads = args.workers or min(2 * (os.cpu_count() or 1) + 1, 8), 4
+    cores = os.cpu_count() or 1
+    # On SQLite writers queue on the lock file across processes (aimemory_site.backends),
+    # so several processes share its one writer without polling while the Python work of
+    # the others runs on the other cores: on 2 cores, 3 processes of 4 threads sent 1.9x
+    # what 1 process of 8 threads did (docs/benchmarks.md). PostgreSQL takes more.
+    default_workers = cores + 1 if sqlite else min(2 * cores + 1, 8)
+    workers = args.workers or default_workers
+    threads = 4
     from django.db import connections
 
     connections.close_all()  # gunicorn forks; do not share the migration connection
