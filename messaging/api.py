@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from ninja import Query, Router, Schema, Status
+from ninja import Query, Router, Schema
 
 from aimemory_site.lib.api import errors, principal_of
 from aimemory_site.lib.errors import BadRequest, Code
 from messaging import services
-from messaging.payloads import message_payload, pop_payload
+from messaging.payloads import message_payload, pop_payload, send_payload, status_payload
 from messaging.schemas import (
     MessageCancelIn,
     MessageCancelOut,
@@ -17,16 +17,23 @@ from messaging.schemas import (
     MessagePopOut,
     MessageSendIn,
     MessageSendOut,
+    MessageStatusOut,
+    MessageStatusQuery,
 )
-from messaging.selectors import message_list
+from messaging.selectors import message_list, message_status
 
 router = Router(tags=["messages"])
 
 
-@router.post("/messages", response={201: MessageSendOut, **errors(404, 409, body=True)})
-def messages_send(request: HttpRequest, payload: MessageSendIn) -> Status[dict[str, str]]:
-    """Send a message to another project's inbox (needs write on the recipient)."""
-    message = services.message_send(
+@router.post(
+    "/messages", response={201: MessageSendOut, 200: MessageSendOut, **errors(404, 409, body=True)}
+)
+def messages_send(request: HttpRequest, payload: MessageSendIn) -> HttpResponse:
+    """Send a message to another project's inbox (needs write on both projects).
+
+    201 for a new message; 200 when ``idempotency_key`` replays an earlier send.
+    """
+    sent = services.message_send(
         principal=principal_of(request),
         to_workspace=payload.to_workspace,
         to_project=payload.to_project,
@@ -34,8 +41,10 @@ def messages_send(request: HttpRequest, payload: MessageSendIn) -> Status[dict[s
         from_project=payload.from_project,
         subject=payload.subject,
         body=payload.body,
+        in_reply_to=services.in_reply_to_parse(payload.in_reply_to),
+        idempotency_key=services.idempotency_key_parse(payload.idempotency_key),
     )
-    return Status(201, {"message_id": str(message.id)})
+    return JsonResponse(send_payload(sent), status=200 if sent.replay else 201)
 
 
 class MessageListQuery(Schema):
@@ -71,6 +80,7 @@ def messages_pop(request: HttpRequest, payload: MessagePopIn) -> HttpResponse:
         workspace=payload.workspace,
         project=payload.project,
         message_id=services.message_id_parse(payload.message_id),
+        request_id=services.request_id_parse(payload.request_id),
     )
     # A JsonResponse, not the schema: the empty answer must not grow a null notice key.
     return JsonResponse(pop_payload(claimed))
@@ -90,3 +100,17 @@ def messages_cancel(request: HttpRequest, payload: MessageCancelIn) -> dict[str,
         message_id=services.message_id_parse(payload.message_id),
     )
     return {"cancelled": cancelled}
+
+
+@router.get("/messages/{message_id}", response={200: MessageStatusOut, **errors(404)})
+def messages_status(
+    request: HttpRequest, message_id: str, query: Query[MessageStatusQuery]
+) -> HttpResponse:
+    """A message's delivery state, without its body, for its sender or recipient project."""
+    message = message_status(
+        principal=principal_of(request),
+        workspace=query.workspace,
+        project=query.project,
+        message_id=services.message_id_required(message_id),
+    )
+    return JsonResponse(status_payload(message))

@@ -13,13 +13,17 @@ from typing import Any
 from aimemory_site.lib.limits import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_LIMIT_MIN
 from aimemory_site.lib.mcp_tool import Tool, ToolCall
 from messaging.limits import BODY_MAX_CHARS
-from messaging.payloads import message_payload, pop_payload
-from messaging.selectors import BOXES, message_list
+from messaging.payloads import message_payload, pop_payload, send_payload, status_payload
+from messaging.selectors import BOXES, message_list, message_status
 from messaging.services import (
+    idempotency_key_parse,
+    in_reply_to_parse,
     message_cancel,
     message_id_parse,
+    message_id_required,
     message_pop,
     message_send,
+    request_id_parse,
 )
 from projects.briefing import briefing_get
 from projects.scope import (
@@ -34,6 +38,17 @@ _OWN_PROJECT = {
     "type": "string",
     "description": "The project you work in; pass it with workspace. "
     "The SessionStart notice and memory_briefing name both.",
+}
+
+
+# MCP tool annotations (DESIGN.md section 13). Nothing here reaches outside the server.
+READS = {"readOnlyHint": True, "openWorldHint": False}
+WRITES = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
+CANCELS = {
+    "readOnlyHint": False,
+    "destructiveHint": True,
+    "idempotentHint": True,
+    "openWorldHint": False,
 }
 
 
@@ -57,10 +72,19 @@ def _scope(call: ToolCall, workspace: str = "workspace", project: str = "project
     )
 
 
+def _with_inferred_scope(payload: dict[str, Any], scope: ResolvedScope) -> dict[str, Any]:
+    """Name an inferred scope in a read's answer, so the agent can tell it was guessed."""
+    if scope.inferred:
+        payload["resolved_scope"] = {"workspace": scope.workspace, "project": scope.project}
+        payload["scope_source"] = scope.source.value
+        payload["hint"] = scope_hint(scope)
+    return payload
+
+
 def send(call: ToolCall) -> dict[str, Any]:
     scope = _scope(call, "from_workspace", "from_project")
     scope_require_named(scope, "send")
-    message = message_send(
+    sent = message_send(
         principal=call.principal,
         to_workspace=call.required_text("to_workspace"),
         to_project=call.required_text("to_project"),
@@ -69,8 +93,10 @@ def send(call: ToolCall) -> dict[str, Any]:
         body=call.required_text("body"),
         subject=call.text("subject"),
         from_session=scope.session,
+        in_reply_to=in_reply_to_parse(call.text("in_reply_to")),
+        idempotency_key=idempotency_key_parse(call.text("idempotency_key")),
     )
-    return {"message_id": str(message.id)}
+    return send_payload(sent)
 
 
 def list_pending(call: ToolCall) -> dict[str, Any]:
@@ -82,12 +108,7 @@ def list_pending(call: ToolCall) -> dict[str, Any]:
         box=call.text("box"),
         limit=call.integer("limit"),
     )
-    payload: dict[str, Any] = {"messages": [message_payload(m) for m in messages]}
-    if scope.inferred:
-        payload["resolved_scope"] = {"workspace": scope.workspace, "project": scope.project}
-        payload["scope_source"] = scope.source.value
-        payload["hint"] = scope_hint(scope)
-    return payload
+    return _with_inferred_scope({"messages": [message_payload(m) for m in messages]}, scope)
 
 
 def pop(call: ToolCall) -> dict[str, Any]:
@@ -99,6 +120,7 @@ def pop(call: ToolCall) -> dict[str, Any]:
         project=scope.project,
         message_id=message_id_parse(call.text("message_id")),
         session=scope.session,
+        request_id=request_id_parse(call.text("request_id")),
     )
     return pop_payload(claimed)
 
@@ -113,6 +135,17 @@ def cancel(call: ToolCall) -> dict[str, Any]:
         message_id=message_id_parse(call.text("message_id")),
     )
     return {"cancelled": cancelled}
+
+
+def status(call: ToolCall) -> dict[str, Any]:
+    scope = _scope(call)
+    message = message_status(
+        principal=call.principal,
+        workspace=scope.workspace,
+        project=scope.project,
+        message_id=message_id_required(call.required_text("message_id")),
+    )
+    return _with_inferred_scope(status_payload(message), scope)
 
 
 def briefing(call: ToolCall) -> dict[str, Any]:
@@ -140,12 +173,18 @@ MESSAGING_TOOLS = (
                 "subject": {"type": "string", "description": "One line."},
                 "from_workspace": {"type": "string", "description": "Your project's workspace."},
                 "from_project": {"type": "string", "description": "Your project."},
+                "in_reply_to": {"type": "string", "description": "Id of the message answered."},
+                "idempotency_key": {
+                    "type": "string",
+                    "description": "Retry key: a repeat within 24 h sends nothing new.",
+                },
             },
             "to_workspace",
             "to_project",
             "body",
         ),
         handler=send,
+        annotations=WRITES,
     ),
     Tool(
         name="memory_message_list",
@@ -167,7 +206,7 @@ MESSAGING_TOOLS = (
             }
         ),
         handler=list_pending,
-        read_only=True,
+        annotations=READS,
     ),
     Tool(
         name="memory_message_pop",
@@ -182,9 +221,14 @@ MESSAGING_TOOLS = (
                 "message_id": {"type": "string", "description": "Claim only this message."},
                 "workspace": _OWN_WORKSPACE,
                 "project": _OWN_PROJECT,
+                "request_id": {
+                    "type": "string",
+                    "description": "Retry id: a repeat within 24 h answers the same, claims none.",
+                },
             }
         ),
         handler=pop,
+        annotations=WRITES,
     ),
     Tool(
         name="memory_message_cancel",
@@ -201,6 +245,24 @@ MESSAGING_TOOLS = (
             }
         ),
         handler=cancel,
+        annotations=CANCELS,
+    ),
+    Tool(
+        name="memory_message_status",
+        description=(
+            "Where a message your project sent or received stands: pending, claimed (when, "
+            "by which agent) or cancelled. No body."
+        ),
+        input_schema=_object(
+            {
+                "message_id": {"type": "string", "description": "The message."},
+                "workspace": _OWN_WORKSPACE,
+                "project": _OWN_PROJECT,
+            },
+            "message_id",
+        ),
+        handler=status,
+        annotations=READS,
     ),
     Tool(
         name="memory_briefing",
@@ -210,6 +272,6 @@ MESSAGING_TOOLS = (
         ),
         input_schema=_object({"workspace": _OWN_WORKSPACE, "project": _OWN_PROJECT}),
         handler=briefing,
-        read_only=True,
+        annotations=READS,
     ),
 )

@@ -46,6 +46,15 @@ class Message(models.Model):
     )
     subject = models.CharField(max_length=200, blank=True)
     body = models.TextField()
+    # The message this one answers (DESIGN.md section 13); a plain id, checked at send.
+    in_reply_to = models.UUIDField(null=True, blank=True)
+    # What the send did to the text, so a replayed send can say it again.
+    omitted_chars = models.PositiveIntegerField(default=0)
+    redactions = models.PositiveIntegerField(default=0)
+    # The sender's retry key: the same key from the same project within 24 hours is the
+    # same send. Cleared after 24 hours by ``retry_ids_purge``, so a key can come back.
+    # NULL, not "", for none: the unique constraint below must only see real keys.
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
     created_at = models.DateTimeField(default=timezone.now)
     claimed_at = models.DateTimeField(null=True, blank=True)
@@ -70,7 +79,33 @@ class Message(models.Model):
                 condition=models.Q(state__in=["pending", "claimed", "cancelled"]),
                 name="message_state_valid",
             ),
+            # Decides racing retries of one send: the second insert fails, nothing doubles.
+            models.UniqueConstraint(
+                fields=["from_project", "idempotency_key"],
+                condition=models.Q(idempotency_key__isnull=False),
+                name="message_idempotency_key_unique",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.id} ({self.state})"
+
+
+class PopRequest(models.Model):
+    """What one pop with a ``request_id`` claimed (or that it claimed nothing), kept for
+    24 hours so that a retry of it answers the same and claims nothing new."""
+
+    inbox = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    request_id = models.CharField(max_length=200)
+    message = models.ForeignKey(
+        Message, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["inbox", "request_id"], name="pop_request_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.request_id} -> {self.message_id}"

@@ -7,6 +7,7 @@ from typing import Any
 
 from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
+from messaging.services import Sent
 
 
 def _rfc3339(value: datetime | None) -> str | None:
@@ -30,6 +31,7 @@ def message_payload(message: Message) -> dict[str, Any]:
         "from_agent": message.from_agent,
         "from_owner_user": message.from_owner_user or None,
         "subject": message.subject or None,
+        "in_reply_to": str(message.in_reply_to) if message.in_reply_to else None,
         "body": message.body,
         "created_at": _rfc3339(message.created_at),
         "claimed_at": _rfc3339(message.claimed_at),
@@ -37,7 +39,30 @@ def message_payload(message: Message) -> dict[str, Any]:
 
 
 def pop_payload(message: Message | None) -> dict[str, Any]:
-    """``{"message": ..., "security_notice": ...}``, or exactly ``{"message": None}``."""
+    """``{"security_notice": ..., "message": ...}``, or exactly ``{"message": None}``.
+
+    The notice comes first and the provenance before the body: some clients hand the
+    model only the serialised JSON, which it then reads in this order.
+    """
     if message is None:
         return {"message": None}
-    return {"message": message_payload(message), "security_notice": SECURITY_NOTICE}
+    return {"security_notice": SECURITY_NOTICE, "message": message_payload(message)}
+
+
+def send_payload(sent: Sent) -> dict[str, Any]:
+    """What arrived: the id, the chars the cap dropped, the secrets scrubbed, a replay."""
+    return {
+        "message_id": str(sent.message.id),
+        "omitted_chars": sent.message.omitted_chars,
+        "redactions": sent.message.redactions,
+        "idempotent_replay": sent.replay,
+    }
+
+
+def status_payload(message: Message) -> dict[str, Any]:
+    """The message without its body, with how its delivery went (DESIGN.md section 13)."""
+    payload = message_payload(message)
+    del payload["body"]
+    payload["cancelled_at"] = _rfc3339(message.cancelled_at)
+    payload["claimed_by_agent"] = message.claimed_by_agent or None
+    return payload

@@ -16,10 +16,24 @@ class MessageSendIn(Schema):
         description="A self-contained request: the recipient cannot see your project. "
         "Secrets are scrubbed; at most 8,000 characters are kept."
     )
+    in_reply_to: str | None = Field(
+        None, description="The id of a message this project sent or received, answered here."
+    )
+    idempotency_key: str | None = Field(
+        None,
+        description="1-200 characters. A retry with the same key within 24 hours writes "
+        "nothing and answers the first send.",
+    )
 
 
 class MessageSendOut(Schema):
     message_id: str
+    omitted_chars: int = Field(description="Characters the 8,000-character cap dropped.")
+    redactions: int = Field(description="Secrets scrubbed from subject and body.")
+    idempotent_replay: bool = Field(
+        description="True when the idempotency_key was used within 24 hours: nothing new "
+        "was written and message_id is the first send's (answered with 200, not 201)."
+    )
 
 
 class MessageOut(Schema):
@@ -36,6 +50,7 @@ class MessageOut(Schema):
     from_agent: str
     from_owner_user: str | None
     subject: str | None
+    in_reply_to: str | None
     body: str
     created_at: str
     claimed_at: str | None
@@ -51,13 +66,18 @@ class MessagePopIn(Schema):
     workspace: str
     project: str
     message_id: str | None = None
+    request_id: str | None = Field(
+        None,
+        description="1-200 characters. A retry with the same id within 24 hours answers "
+        "what the first pop claimed and claims nothing new.",
+    )
 
 
 class MessagePopOut(Schema):
-    message: MessageOut | None
     security_notice: str | None = Field(
         None, description="Present exactly when a message was claimed."
     )
+    message: MessageOut | None
 
 
 class MessageCancelIn(Schema):
@@ -71,3 +91,29 @@ class MessageCancelIn(Schema):
 
 class MessageCancelOut(Schema):
     cancelled: int
+
+
+class MessageStatusOut(Schema):
+    id: str
+    state: str
+    to_workspace: str
+    to_project: str
+    to_workspace_id: str
+    to_project_id: str
+    from_workspace: str
+    from_project: str
+    from_workspace_id: str
+    from_project_id: str
+    from_agent: str
+    from_owner_user: str | None
+    subject: str | None
+    in_reply_to: str | None
+    created_at: str
+    claimed_at: str | None
+    cancelled_at: str | None
+    claimed_by_agent: str | None
+
+
+class MessageStatusQuery(Schema):
+    workspace: str
+    project: str

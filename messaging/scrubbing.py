@@ -137,6 +137,11 @@ class Scrubber:
             text = scrubbed
         return text
 
+    def scrub_counted(self, text: str) -> tuple[str, int]:
+        """``scrub(text)`` and how many secrets it redacted (markers it added)."""
+        scrubbed = self.scrub(text)
+        return scrubbed, max(0, scrubbed.count(REDACTED) - text.count(REDACTED))
+
     def _apply(self, pattern: re.Pattern[str], text: str, folded: str | None = None) -> str:
         """One pass of one pattern over the text (``folded``: ``text.casefold()``)."""
         gate = PREFILTERS.get(pattern)

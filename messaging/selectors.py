@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from uuid import UUID
 
-from django.db.models import Count, Prefetch
+from django.db.models import Count, Prefetch, Q
 
-from aimemory_site.lib.errors import BadRequest, Code
+from aimemory_site.lib.errors import BadRequest, Code, NotFound
 from aimemory_site.lib.limits import limit_clamp
 from aimemory_site.lib.principal import Principal
 from messaging.models import Message
@@ -61,3 +61,26 @@ def pending_counts(project_ids: Iterable[UUID]) -> dict[UUID, int]:
         .order_by()
     )
     return {row["to_project_id"]: row["n"] for row in rows}
+
+
+def message_status(
+    *, principal: Principal, workspace: str, project: str, message_id: UUID
+) -> Message:
+    """A message of any state whose sender or recipient is the caller's project.
+
+    Needs read on that project. Any other message, or an unknown id, is the same
+    ``message_not_found``, so a status never tells a third project that a message exists.
+    """
+    scope = project_access(principal, workspace, project, need=Level.READ)
+    found = (
+        Message.objects.filter(pk=message_id)
+        .filter(Q(to_project=scope) | Q(from_project=scope))
+        .select_related("to_project__workspace", "from_project__workspace")
+        .first()
+    )
+    if found is None:
+        raise NotFound(
+            f"message {message_id} not found in the inbox or outbox of {scope}",
+            code=Code.MESSAGE_NOT_FOUND,
+        )
+    return found

@@ -6,11 +6,15 @@ once: access, scrubbing and caps, the inbox bound, the claim and the audit trail
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from aimemory_site.lib.errors import BadRequest, Code, Conflict
@@ -22,57 +26,113 @@ from messaging.admission_config import MESSAGE_CANCEL, MESSAGE_POP, MESSAGE_SEND
 from messaging.limits import (
     BODY_MAX_CHARS,
     MAX_PENDING_PER_INBOX,
+    RETRY_ID_MAX_CHARS,
+    RETRY_WINDOW,
     SCRUB_MARGIN_CHARS,
     SCRUB_WINDOW_CHARS,
     SUBJECT_MAX_CHARS,
 )
-from messaging.models import Message
+from messaging.models import Message, PopRequest
 from messaging.scrubbing import scrubber_configured
 from projects.access import Level, project_access, projects_access
 from projects.models import Activity, AgentSession, Project, Workspace
 from projects.services import activity_insert, activity_new, activity_record, session_agent
+
+logger = logging.getLogger(__name__)
 
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def message_id_parse(value: str | None) -> uuid.UUID | None:
     """Parse an optional message id, or raise BadRequest: ids are full UUIDs."""
+    return _uuid_parse(value, "message_id", Code.INVALID_MESSAGE_ID)
+
+
+def message_id_required(value: str) -> uuid.UUID:
+    """Parse a message id that must be there (a path segment, a required argument)."""
+    parsed = message_id_parse(value)
+    assert parsed is not None
+    return parsed
+
+
+def in_reply_to_parse(value: str | None) -> uuid.UUID | None:
+    """Parse an optional ``in_reply_to``: a full message id, or 400 invalid_in_reply_to."""
+    return _uuid_parse(value, "in_reply_to", Code.INVALID_IN_REPLY_TO)
+
+
+def _uuid_parse(value: str | None, name: str, code: str) -> uuid.UUID | None:
     if value is None:
         return None
     try:
         return uuid.UUID(value.strip())
     except ValueError:
-        raise BadRequest(
-            f"message_id must be a full UUID, got {value[:60]!r}", code=Code.INVALID_MESSAGE_ID
-        ) from None
+        raise BadRequest(f"{name} must be a full UUID, got {value[:60]!r}", code=code) from None
 
 
-def subject_clean(subject: str | None) -> str:
+@dataclass(frozen=True)
+class CleanText:
+    """A text as it will be stored, with what scrubbing and the cap did to it."""
+
+    text: str
+    omitted: int = 0
+    redactions: int = 0
+
+
+def subject_clean(subject: str | None) -> CleanText:
     """Scrub, flatten to one line and cap a subject; a missing one is empty."""
     if subject is None:
-        return ""
-    line = _CONTROL_CHARS.sub(" ", scrubber_configured().scrub(subject)).strip()
+        return CleanText("")
+    scrubbed, redactions = scrubber_configured().scrub_counted(subject)
+    line = _CONTROL_CHARS.sub(" ", scrubbed).strip()
     if len(line) > SUBJECT_MAX_CHARS:
         # One line by contract, so no multi-line marker: an ellipsis marks the cut.
         line = line[: SUBJECT_MAX_CHARS - 1].rstrip() + "…"
-    return line
+    return CleanText(line, redactions=redactions)
 
 
-def body_clean(body: str) -> str:
+def body_clean(body: str) -> CleanText:
     """Scrub then cap a body. Scrubbing first means a secret cut at the cap never leaks."""
     if not body.strip():
         raise BadRequest("body must not be empty", code=Code.EMPTY_BODY)
     scrubber = scrubber_configured()
     if len(body) <= SCRUB_WINDOW_CHARS:
-        return text_cap(scrubber.scrub(body), BODY_MAX_CHARS, "message body")
-    window = scrubber.scrub(body[:SCRUB_WINDOW_CHARS])
+        scrubbed, redactions = scrubber.scrub_counted(body)
+        omitted = max(0, len(scrubbed) - BODY_MAX_CHARS)
+        return CleanText(text_cap(scrubbed, BODY_MAX_CHARS, "message body"), omitted, redactions)
+    window, redactions = scrubber.scrub_counted(body[:SCRUB_WINDOW_CHARS])
     kept = window[: min(BODY_MAX_CHARS, len(window) - SCRUB_MARGIN_CHARS)]
     omitted = len(window) - len(kept) + len(body) - SCRUB_WINDOW_CHARS
-    return kept + truncation_marker("message body", omitted)
+    return CleanText(kept + truncation_marker("message body", omitted), omitted, redactions)
+
+
+def idempotency_key_parse(value: str | None) -> str | None:
+    """An optional retry key: 1-200 characters (DESIGN.md section 13)."""
+    return _retry_id_parse(value, "idempotency_key", Code.INVALID_IDEMPOTENCY_KEY)
+
+
+def request_id_parse(value: str | None) -> str | None:
+    """An optional pop request id: 1-200 characters (DESIGN.md section 13)."""
+    return _retry_id_parse(value, "request_id", Code.INVALID_REQUEST_ID)
+
+
+def _retry_id_parse(value: str | None, name: str, code: str) -> str | None:
+    if value is None:
+        return None
+    if not 1 <= len(value) <= RETRY_ID_MAX_CHARS:
+        raise BadRequest(f"{name} must be 1-{RETRY_ID_MAX_CHARS} characters", code=code)
+    return value
 
 
 def _actor(principal: Principal, agent: str) -> str:
     return f"{principal.display_name} ({agent})"
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A send's outcome: the message, and whether a retry with its key replayed it."""
+
+    message: Message
+    replay: bool = False
 
 
 def message_send(
@@ -85,21 +145,33 @@ def message_send(
     body: str,
     subject: str | None = None,
     from_session: AgentSession | None = None,
-) -> Message:
+    in_reply_to: uuid.UUID | None = None,
+    idempotency_key: str | None = None,
+) -> Sent:
     """Put a message in the recipient's inbox, or raise and write nothing.
 
     Needs write on the recipient, which must exist (a typo is rejected, never turned into
     a dead inbox), and write on the sender: signing as a project is acting as it.
-    Deciding admission webhooks run before anything is written, so this must not be
-    called inside ``transaction.atomic`` (the durable block raises ``RuntimeError`` if it
-    is). Three statements: the access query, then the guarded insert and the two
-    activity rows (SQLite), or the inbox lock and one statement doing both (PostgreSQL).
+    ``in_reply_to`` must name a message the sending project sent or received. A send
+    whose ``idempotency_key`` the sending project used within 24 hours writes nothing and
+    answers that first message (``replay``), whatever its body; racing retries are decided
+    by a unique constraint, not by a read. Deciding admission webhooks run before
+    anything is written, so this must not be called inside ``transaction.atomic`` (the
+    durable block raises ``RuntimeError`` if it is). Three statements: the access query,
+    then the guarded insert and the two activity rows (SQLite), or the inbox lock and one
+    statement doing both (PostgreSQL); a key adds the look-up of an earlier send.
     """
     recipient, sender = projects_access(
         principal, [(to_workspace, to_project), (from_workspace, from_project)], need=Level.WRITE
     )
+    if idempotency_key is not None:
+        earlier = _send_of_key(sender, idempotency_key)
+        if earlier is not None:
+            return Sent(earlier, replay=True)
     clean_body = body_clean(body)
     clean_subject = subject_clean(subject)
+    if in_reply_to is not None:
+        _reply_check(sender, in_reply_to)
     agent = session_agent(from_session)
     admission_decide(MESSAGE_SEND, principal=principal, project=recipient, session=from_session)
     message = Message(
@@ -108,8 +180,12 @@ def message_send(
         from_agent=agent,
         from_owner_user=principal.owner_name or "",
         from_session=from_session,
-        subject=clean_subject,
-        body=clean_body,
+        subject=clean_subject.text,
+        body=clean_body.text,
+        in_reply_to=in_reply_to,
+        omitted_chars=clean_body.omitted,
+        redactions=clean_body.redactions + clean_subject.redactions,
+        idempotency_key=idempotency_key,
     )
     actor = _actor(principal, agent)
     activities = [
@@ -128,6 +204,33 @@ def message_send(
             counterpart=sender,
         ),
     ]
+    try:
+        _send_commit(principal, message, activities, from_session)
+    except IntegrityError:
+        if idempotency_key is None:
+            raise
+        # A retry with the same key won the race: answer its message.
+        earlier = _send_of_key(sender, idempotency_key)
+        if earlier is not None:
+            return Sent(earlier, replay=True)
+        # The key's holder is older than the window and not purged yet: free the key.
+        Message.objects.filter(from_project=sender, idempotency_key=idempotency_key).update(
+            idempotency_key=None
+        )
+        _send_commit(principal, message, activities, from_session)
+    message._state.adding = False
+    message._state.db = DEFAULT_DB_ALIAS
+    _purge_now_and_then()
+    return Sent(message)  # its to_project and from_project carry their workspaces already
+
+
+def _send_commit(
+    principal: Principal,
+    message: Message,
+    activities: list[Activity],
+    session: AgentSession | None,
+) -> None:
+    recipient = message.to_project
     with transaction.atomic(durable=True):
         if not _insert_within_bound(message, activities):
             raise Conflict(
@@ -135,12 +238,32 @@ def message_send(
                 "pending. Retry after its agents pop some, or cancel messages you sent there.",
                 code=Code.INBOX_FULL,
             )
-        admission_observe(
-            MESSAGE_SEND, principal=principal, project=recipient, session=from_session
+        admission_observe(MESSAGE_SEND, principal=principal, project=recipient, session=session)
+
+
+def _send_of_key(sender: Project, key: str) -> Message | None:
+    """The message ``sender`` sent with ``key`` within the retry window, if any."""
+    return (
+        Message.objects.filter(
+            from_project=sender,
+            idempotency_key=key,
+            created_at__gte=timezone.now() - RETRY_WINDOW,
         )
-    message._state.adding = False
-    message._state.db = DEFAULT_DB_ALIAS
-    return message  # its to_project and from_project carry their workspaces already
+        .only("id", "omitted_chars", "redactions")
+        .first()
+    )
+
+
+def _reply_check(sender: Project, in_reply_to: uuid.UUID) -> None:
+    """A reply must answer a message its sending project sent or received."""
+    related = Message.objects.filter(pk=in_reply_to).filter(
+        Q(from_project=sender) | Q(to_project=sender)
+    )
+    if not related.exists():
+        raise BadRequest(
+            f"in_reply_to {in_reply_to} names no message that {sender} sent or received",
+            code=Code.INVALID_IN_REPLY_TO,
+        )
 
 
 def _insert_within_bound(message: Message, activities: list[Activity]) -> bool:
@@ -205,22 +328,54 @@ def message_pop(
     project: str,
     message_id: uuid.UUID | None = None,
     session: AgentSession | None = None,
+    request_id: str | None = None,
 ) -> Message | None:
     """Claim the oldest pending message in the caller's inbox (or the named one), once.
 
     The guarded ``UPDATE ... WHERE state='pending'`` decides the claim on every database;
     a caller that loses the race gets None and never sees the body. On PostgreSQL the
     candidate is also row-locked with SKIP LOCKED so concurrent poppers spread over the
-    queue instead of queueing on its head. Deciding admission webhooks run before the
-    claim, so this must not be called inside ``transaction.atomic`` (the durable
-    block raises ``RuntimeError`` if it is). Three statements: the access query, the
-    claim (which returns the row and its sender's names), and the activity row.
+    queue instead of queueing on its head. A pop whose ``request_id`` this inbox saw
+    within 24 hours answers what that pop claimed (the message again, or None) and claims
+    nothing new; the record of it is written in the claim's transaction, so a retry racing
+    the first call is decided by its unique constraint. Deciding admission webhooks run
+    before the claim, so this must not be called inside ``transaction.atomic`` (the
+    durable block raises ``RuntimeError`` if it is). Three statements: the access query,
+    the claim (which returns the row and its sender's names), and the activity row; a
+    request id adds its look-up and its record.
     """
     inbox = project_access(principal, workspace, project, need=Level.WRITE)
+    if request_id is not None:
+        seen, earlier = _pop_of_request(inbox, request_id)
+        if seen:
+            return earlier
     admission_decide(MESSAGE_POP, principal=principal, project=inbox, session=session)
     agent = session_agent(session)
+    try:
+        return _pop_commit(principal, inbox, message_id, session, agent, request_id)
+    except IntegrityError:
+        if request_id is None:
+            raise
+        seen, earlier = _pop_of_request(inbox, request_id)
+        if seen:
+            return earlier  # a retry of this pop won the race; the claim here rolled back
+        # The id's record is older than the window and not purged yet: free the id.
+        PopRequest.objects.filter(inbox=inbox, request_id=request_id).delete()
+        return _pop_commit(principal, inbox, message_id, session, agent, request_id)
+
+
+def _pop_commit(
+    principal: Principal,
+    inbox: Project,
+    message_id: uuid.UUID | None,
+    session: AgentSession | None,
+    agent: str,
+    request_id: str | None,
+) -> Message | None:
     with transaction.atomic(durable=True):
         claimed = _claim(inbox, message_id, session, agent, principal.owner_name or "")
+        if request_id is not None:
+            PopRequest.objects.create(inbox=inbox, request_id=request_id, message=claimed)
         if claimed is None:
             return None
         activity_insert(
@@ -234,6 +389,63 @@ def message_pop(
         )
         admission_observe(MESSAGE_POP, principal=principal, project=inbox, session=session)
     return claimed
+
+
+def _pop_of_request(inbox: Project, request_id: str) -> tuple[bool, Message | None]:
+    """Whether ``inbox`` saw ``request_id`` within the window, and what that pop claimed."""
+    record = (
+        PopRequest.objects.filter(
+            inbox=inbox, request_id=request_id, created_at__gte=timezone.now() - RETRY_WINDOW
+        )
+        .select_related("message__from_project__workspace")
+        .first()
+    )
+    if record is None:
+        return False, None
+    claimed = record.message
+    if claimed is not None:
+        claimed.to_project = inbox  # already loaded, with its workspace
+    return True, claimed
+
+
+def retry_ids_purge() -> tuple[int, int]:
+    """Forget send keys and pop request ids older than the retry window.
+
+    Returns (keys cleared, request ids deleted). Run by ``manage.py purge_retry_ids``,
+    by ``ai-memory serve`` at start and now and then after sends (in the background), so
+    it never adds to a messaging operation's latency.
+    """
+    cutoff = timezone.now() - RETRY_WINDOW
+    keys = Message.objects.filter(idempotency_key__isnull=False, created_at__lt=cutoff).update(
+        idempotency_key=None
+    )
+    requests, _ = PopRequest.objects.filter(created_at__lt=cutoff).delete()
+    return keys, requests
+
+
+# One purge in the background every this many sends per process, never two at once.
+PURGE_EVERY_SENDS = 1000
+_purge_lock = threading.Lock()
+_sends_since_purge = 0
+
+
+def _purge_now_and_then() -> None:
+    global _sends_since_purge
+    with _purge_lock:
+        _sends_since_purge += 1
+        if _sends_since_purge < PURGE_EVERY_SENDS:
+            return
+        _sends_since_purge = 0
+    threading.Thread(target=_purge_in_background, name="retry-ids-purge", daemon=True).start()
+
+
+def _purge_in_background() -> None:
+    try:
+        retry_ids_purge()
+    except Exception:
+        logger.exception("purging old send keys and pop request ids failed (will retry later)")
+    finally:
+        connections.close_all()  # this thread's own connection
 
 
 def _claim(

@@ -63,7 +63,7 @@ def world(alice: Persona, bob: Persona, charlie: Persona, dave: Persona) -> dict
         from_project=SECRET,
         body="from secretproj",
     )
-    return {"inbound": str(inbound.id), "outbound": str(outbound.id)}
+    return {"inbound": str(inbound.message.id), "outbound": str(outbound.message.id)}
 
 
 def _scope(name: str) -> dict[str, str]:

@@ -74,6 +74,7 @@ class MailboxRow:
     sender: ProjectName | None  # None when the viewer may not read the sending project
     snippet: str
     created_at: datetime
+    in_reply_to: UUID | None = None  # the message this one answers, when it says
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,7 @@ def project_page(principal: Principal, workspace: str | None, project: str | Non
             sender=_name_of(message.from_project) if message.from_project_id in readable else None,
             snippet=snippet(message.body),
             created_at=message.created_at,
+            in_reply_to=message.in_reply_to,
         )
         for message in messages
     ]

@@ -31,6 +31,15 @@ class ClientError(CliError):
     """A request that did not produce a usable answer."""
 
 
+class RetryableError(ClientError):
+    """No answer reached us, or a proxy said the server was away (502, 503, 504): the
+    request may or may not have happened, so only an idempotent request may be repeated."""
+
+
+# A gateway's way of saying the server did not answer; the request may have happened.
+RETRYABLE_STATUSES = frozenset({502, 503, 504})
+
+
 def server_url_from(environ: Mapping[str, str]) -> str:
     return (environ.get(SERVER_URL_ENV, "").strip() or DEFAULT_SERVER_URL).rstrip("/")
 
@@ -75,6 +84,18 @@ class ApiClient:
     def post(self, path: str, payload: Mapping[str, Any]) -> dict[str, Any]:
         return self.request("POST", path, payload=payload)
 
+    def post_retrying_once(self, path: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """POST, and once more if no answer came back (connection error, 502/503/504).
+
+        Only for requests the server makes idempotent (a send with its
+        ``idempotency_key``, a pop with its ``request_id``): the repeat then answers what
+        the first did, so a lost answer never loses or doubles a message.
+        """
+        try:
+            return self.post(path, payload)
+        except RetryableError:
+            return self.post(path, payload)
+
     def request(
         self,
         method: str,
@@ -101,7 +122,8 @@ class ApiClient:
                 raw = response.read()
         except urllib.error.HTTPError as exc:
             detail = _error_detail(exc.read(), exc.reason)
-            raise ClientError(f"{method} {path}: server returned {exc.code}: {detail}") from exc
+            error = RetryableError if exc.code in RETRYABLE_STATUSES else ClientError
+            raise error(f"{method} {path}: server returned {exc.code}: {detail}") from exc
         except urllib.error.URLError as exc:
             raise self._unreachable(exc.reason) from exc
         except (TimeoutError, ConnectionError, HTTPException) as exc:
@@ -125,9 +147,9 @@ class ApiClient:
                 f"invalid {SERVER_URL_ENV} {self.base_url!r}: expected http(s)://HOST[:PORT]"
             )
 
-    def _unreachable(self, reason: object) -> ClientError:
+    def _unreachable(self, reason: object) -> RetryableError:
         if isinstance(reason, OSError) and reason.strerror:
             text = reason.strerror
         else:
             text = _one_line(str(reason)) or type(reason).__name__
-        return ClientError(f"cannot reach ai-memory server at {self.base_url}: {text}")
+        return RetryableError(f"cannot reach ai-memory server at {self.base_url}: {text}")

@@ -55,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     server_boot_record()
+    from messaging.services import retry_ids_purge
+
+    retry_ids_purge()
 
     sqlite = settings.DATABASES["default"]["ENGINE"].endswith("sqlite3")
     cores = os.cpu_count() or 1

@@ -44,6 +44,10 @@ class Code(enum.StrEnum):
     INVALID_MESSAGE_ID = "invalid_message_id"
     CANCEL_TARGET = "cancel_target"
     INBOX_FULL = "inbox_full"
+    MESSAGE_NOT_FOUND = "message_not_found"
+    INVALID_IN_REPLY_TO = "invalid_in_reply_to"
+    INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"
+    INVALID_REQUEST_ID = "invalid_request_id"
     ADMISSION_REFUSED = "admission_refused"
 
 

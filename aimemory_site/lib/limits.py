@@ -5,6 +5,10 @@ Django-free: the CLI clamps ``--limit`` with it, exactly as the server does.
 
 from __future__ import annotations
 
+# A message body keeps at most this many characters (DESIGN.md section 5). Here, not in
+# messaging, because the CLI says so when it reports a cut body.
+MESSAGE_BODY_MAX_CHARS = 8000
+
 LIST_LIMIT_MIN = 1
 LIST_LIMIT_DEFAULT = 50
 LIST_LIMIT_MAX = 200

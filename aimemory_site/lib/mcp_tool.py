@@ -65,7 +65,9 @@ class Tool:
     description: str
     input_schema: dict[str, Any]
     handler: ToolHandler
-    read_only: bool = False
+    # MCP tool annotations (readOnlyHint, destructiveHint, ...), shown in tools/list:
+    # clients decide by them which tools run without asking in restricted modes.
+    annotations: Mapping[str, bool] | None = None
 
     def __post_init__(self) -> None:
         schema = self.input_schema
@@ -86,8 +88,8 @@ class Tool:
             "description": self.description,
             "inputSchema": self.input_schema,
         }
-        if self.read_only:
-            entry["annotations"] = {"readOnlyHint": True}
+        if self.annotations:
+            entry["annotations"] = dict(self.annotations)
         return entry
 
     def call(

@@ -291,6 +291,43 @@ def test_pop_by_id_claims_that_message(cli: RunCli, project_b: Path) -> None:
     assert f"{BODY_FENCE_START}\nnewer\n{BODY_FENCE_END}\n" in popped.stdout
 
 
+@pytest.mark.django_db(transaction=True)
+def test_status_and_replies_through_the_cli(cli: RunCli, project_b: Path) -> None:
+    to_b = ["message", "send", "--to-workspace", "default", "--to-project", "project-b"]
+    question_id = cli(*to_b, "--subject", "question", "Which port?", cwd=project_b).stdout.split()[
+        2
+    ]
+    reply = cli(*to_b, "--in-reply-to", question_id, "Port 8080.", cwd=project_b)
+    reply_id = reply.stdout.split()[2]
+    cli("message", "pop", "--id", question_id, cwd=project_b)
+
+    claimed = cli("message", "status", question_id, cwd=project_b)
+    pending = cli("message", "status", reply_id, cwd=project_b)
+    listed = cli("message", "list", cwd=project_b)
+    unknown = cli("message", "status", "0190b1d8-0000-7000-8000-000000000000", cwd=project_b)
+
+    assert reply.returncode == 0, reply.stderr
+    assert claimed.stdout.startswith(f"Message {question_id}: claimed\n")
+    assert "  claimed: " in claimed.stdout and "Which port?" not in claimed.stdout
+    assert pending.stdout.startswith(f"Message {reply_id}: pending\n")
+    assert f"  in reply to: {question_id}\n" in pending.stdout
+    assert f"    in reply to: {question_id}\n" in listed.stdout
+    assert unknown.returncode == 1
+    assert "server returned 404" in unknown.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_send_says_what_the_cap_and_the_scrubber_changed(cli: RunCli, project_b: Path) -> None:
+    body = "push with ghp_" + "a1B2" * 9 + "\n" + "x" * 20_000
+    sent = cli(
+        "message", "send", "--to-workspace", "default", "--to-project", "project-b",
+        stdin=body, cwd=project_b,
+    )  # fmt: skip
+
+    assert sent.returncode == 0, sent.stderr
+    assert sent.stdout.rstrip().endswith("(body cut by 12,021 chars to 8,000; 1 secret redacted).")
+
+
 # ---- human layout -----------------------------------------------------------------------
 
 
@@ -307,6 +344,16 @@ def test_ages_read_as_on_the_web_pages(age: timedelta, text: str) -> None:
     now = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
     assert message_age((now - age).isoformat(), now) == text
+
+
+def test_sent_says_what_arrived_only_when_something_changed() -> None:
+    sender = Scope("default", "project-a")
+
+    assert format_sent("m-1", sender, "default", "b", omitted_chars=12_001, redactions=2) == (
+        "Sent message m-1 from default/project-a to default/b "
+        "(body cut by 12,001 chars to 8,000; 2 secrets redacted)."
+    )
+    assert format_sent("m-1", sender, "default", "b", redactions=1).endswith("(1 secret redacted).")
 
 
 def test_sent_names_both_ends() -> None:

@@ -14,6 +14,7 @@ TOOL_NAMES = [
     "memory_message_list",
     "memory_message_pop",
     "memory_message_cancel",
+    "memory_message_status",
     "memory_briefing",
 ]
 
@@ -71,7 +72,7 @@ def test_ping_answers_an_empty_object(handshake: RawMcp) -> None:
     assert response.json() == {"jsonrpc": "2.0", "id": "abc", "result": {}}
 
 
-def test_tools_list_has_the_five_tools_without_modern_fields(handshake: RawMcp) -> None:
+def test_tools_list_has_every_tool_without_modern_fields(handshake: RawMcp) -> None:
     result = handshake.result("tools/list")
     assert set(result) == {"tools"}
     assert [tool["name"] for tool in result["tools"]] == TOOL_NAMES

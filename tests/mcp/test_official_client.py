@@ -90,7 +90,7 @@ def projects(transactional_db: None) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_client_lists_the_five_tools(live_server: LiveServer, mode: str) -> None:
+def test_the_client_lists_every_tool(live_server: LiveServer, mode: str) -> None:
     async def scenario(client: Client) -> list[str]:
         listed = await client.list_tools()
         return [tool.name for tool in listed.tools]

@@ -25,11 +25,31 @@ def test_the_descriptions_say_when_to_use_each_tool() -> None:
     assert "how many messages wait" in DESCRIPTIONS["memory_briefing"]
 
 
-def test_every_input_schema_is_closed_and_reading_tools_are_marked_read_only() -> None:
+# DESIGN.md section 13, one row per tool: what clients may run without asking.
+ANNOTATIONS = {
+    "memory_message_send": {"readOnlyHint": False, "destructiveHint": False},
+    "memory_message_list": {"readOnlyHint": True},
+    "memory_message_pop": {"readOnlyHint": False, "destructiveHint": False},
+    "memory_message_cancel": {"destructiveHint": True, "idempotentHint": True},
+    "memory_message_status": {"readOnlyHint": True},
+    "memory_briefing": {"readOnlyHint": True},
+}
+
+
+def test_every_tool_carries_its_annotations() -> None:
+    listed = {tool.name: tool.listing().get("annotations", {}) for tool in MESSAGING_TOOLS}
+
+    assert set(listed) == set(ANNOTATIONS)
+    for name, expected in ANNOTATIONS.items():
+        assert listed[name].items() >= expected.items(), name
+        assert listed[name]["openWorldHint"] is False, name
+
+
+def test_only_the_reading_tools_are_read_only() -> None:
     read_only = {
         tool.name
         for tool in MESSAGING_TOOLS
         if tool.listing().get("annotations", {}).get("readOnlyHint")
     }
-    assert read_only == {"memory_message_list", "memory_briefing"}
+    assert read_only == {"memory_message_list", "memory_message_status", "memory_briefing"}
     assert all(tool.input_schema["additionalProperties"] is False for tool in MESSAGING_TOOLS)

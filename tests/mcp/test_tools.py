@@ -1,4 +1,4 @@
-"""The five tools over raw HTTP, in both eras: arguments, scope, refusals, results, errors."""
+"""The messaging tools over raw HTTP, in both eras: arguments, scope, refusals, results, errors."""
 
 from __future__ import annotations
 
@@ -238,7 +238,7 @@ def test_every_fault_of_a_call_is_named_at_once(mcp: RawMcp) -> None:
     assert "missing required argument 'body'" in text
     assert "'to_project' must be a string" in text
     assert text.endswith(
-        "It takes (to_workspace, to_project, body, subject?, from_workspace?, from_project?)."
+        "It takes (to_workspace, to_project, body, subject?, from_workspace?, from_project?, in_reply_to?, idempotency_key?)."
     )
 
 

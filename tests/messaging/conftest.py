@@ -27,4 +27,4 @@ def send(
         from_project=sender,
         body=body,
         **extra,
-    )
+    ).message

@@ -38,7 +38,8 @@ def test_send_list_pop_delivers_to_recipient_exactly_once(
     assert set(row) == {
         "id", "state", "to_workspace", "to_project", "to_workspace_id", "to_project_id",
         "from_workspace", "from_project", "from_workspace_id", "from_project_id",
-        "from_agent", "from_owner_user", "subject", "body", "created_at", "claimed_at",
+        "from_agent", "from_owner_user", "subject", "in_reply_to", "body", "created_at",
+        "claimed_at",
     }  # fmt: skip
 
     status, popped = api("post", "/api/v1/messages/pop", B)
@@ -213,7 +214,8 @@ def test_openapi_lists_every_route_with_its_errors(api: ApiCall) -> None:
     paths = schema["paths"]
     errors = {"400", "401", "403", "413", "422"}  # every route: bad input, auth, origin, size
     expected = {
-        ("/api/v1/messages", "post"): {"201", *errors, "404", "409", "415"},
+        ("/api/v1/messages", "post"): {"201", "200", *errors, "404", "409", "415"},
+        ("/api/v1/messages/{message_id}", "get"): {"200", *errors, "404"},
         ("/api/v1/messages", "get"): {"200", *errors, "404"},
         ("/api/v1/messages/pop", "post"): {"200", *errors, "404", "415"},
         ("/api/v1/messages/cancel", "post"): {"200", *errors, "404", "415"},

@@ -134,3 +134,45 @@ def test_cancel_all_racing_poppers_leaves_each_message_claimed_or_cancelled(
     assert claimed_rows == set(popped)
     assert sum(1 for s in rows.values() if s == Message.State.CANCELLED) == cancelled_count
     assert len(popped) + cancelled_count == 150
+
+
+def test_eight_racing_sends_with_one_key_store_one_message(live_server: LiveServer) -> None:
+    _projects()
+    payload = {
+        "to_workspace": "default",
+        "to_project": "project-b",
+        "from_workspace": "default",
+        "from_project": "project-a",
+        "idempotency_key": "retry-storm",
+    }
+
+    def send(i: int, client: httpx.Client) -> tuple[int, Any]:
+        response = client.post("/api/v1/messages", json={**payload, "body": f"attempt {i}"})
+        return response.status_code, response.json()
+
+    results = run_together(8, send, live_server.url)
+
+    assert Message.objects.count() == 1
+    stored = str(Message.objects.get().pk)
+    assert {body["message_id"] for _, body in results} == {stored}
+    assert sorted(status for status, _ in results) == [200] * 7 + [201]
+    assert sum(body["idempotent_replay"] is False for _, body in results) == 1
+
+
+def test_eight_racing_pops_with_one_request_id_claim_one_message(live_server: LiveServer) -> None:
+    sender, recipient = _projects()
+    _fill(sender, recipient, 5)
+
+    def pop(i: int, client: httpx.Client) -> Any:
+        response = client.post(
+            "/api/v1/messages/pop",
+            json={"workspace": "default", "project": "project-b", "request_id": "one-pop"},
+        )
+        assert response.status_code == 200, response.text
+        return response.json()["message"]["id"]
+
+    results = run_together(8, pop, live_server.url)
+
+    assert len(set(results)) == 1
+    assert Message.objects.filter(state=Message.State.CLAIMED).count() == 1
+    assert Message.objects.filter(state=Message.State.PENDING).count() == 4

@@ -47,7 +47,7 @@ def _send(n: int = 0) -> str:
         from_project="project-a",
         body=f"request {n}",
     )
-    return str(sent.id)
+    return str(sent.message.id)
 
 
 @pytest.fixture(autouse=True)

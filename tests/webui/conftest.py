@@ -83,4 +83,4 @@ def deliver(
         from_project=from_project,
         body=body,
         subject=subject,
-    )
+    ).message
