@@ -107,6 +107,8 @@ AI_MEMORY_DEFAULT_WORKSPACE = env_str("AI_MEMORY_DEFAULT_WORKSPACE", "default")
 AI_MEMORY_DEFAULT_PROJECT = env_str("AI_MEMORY_DEFAULT_PROJECT", "default")
 AI_MEMORY_CONFIG = env_str("AI_MEMORY_CONFIG")
 AI_MEMORY_ADMISSION_WEBHOOKS_JSON = env_str("AI_MEMORY_ADMISSION_WEBHOOKS_JSON")
+# How long a handoff waits for the next session of its project (DESIGN.md section 10).
+AI_MEMORY_HANDOFF_TTL_DAYS = env_int("AI_MEMORY_HANDOFF_TTL_DAYS", 7)
 
 # Bodies over 1 MiB are refused with 413 before any parsing (see middleware).
 AI_MEMORY_MAX_REQUEST_BYTES = 1024 * 1024

@@ -7,8 +7,8 @@ from typing import Any
 from django.core.checks import CheckMessage, Error, register
 from django.core.exceptions import ImproperlyConfigured
 
+from aimemory_site.lib.scrubbing import scrubber_configured
 from messaging.admission_config import admission_webhooks_configured
-from messaging.scrubbing import scrubber_configured
 
 
 @register()

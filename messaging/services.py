@@ -18,8 +18,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from aimemory_site.lib.errors import BadRequest, Code, Conflict
-from aimemory_site.lib.limits import text_cap, truncation_marker
 from aimemory_site.lib.principal import Principal
+from aimemory_site.lib.scrubbing import CleanText, scrubber_configured, text_clean
 from aimemory_site.lib.sql import db_value, insert_parts, placeholders, typed_placeholders, uuid_of
 from messaging.admission import admission_decide, admission_observe
 from messaging.admission_config import MESSAGE_CANCEL, MESSAGE_POP, MESSAGE_SEND
@@ -28,12 +28,9 @@ from messaging.limits import (
     MAX_PENDING_PER_INBOX,
     RETRY_ID_MAX_CHARS,
     RETRY_WINDOW,
-    SCRUB_MARGIN_CHARS,
-    SCRUB_WINDOW_CHARS,
     SUBJECT_MAX_CHARS,
 )
 from messaging.models import Message, PopRequest
-from messaging.scrubbing import scrubber_configured
 from projects.access import Level, project_access, projects_access
 from projects.models import Activity, AgentSession, Project, Workspace
 from projects.services import activity_insert, activity_new, activity_record, session_agent
@@ -69,15 +66,6 @@ def _uuid_parse(value: str | None, name: str, code: str) -> uuid.UUID | None:
         raise BadRequest(f"{name} must be a full UUID, got {value[:60]!r}", code=code) from None
 
 
-@dataclass(frozen=True)
-class CleanText:
-    """A text as it will be stored, with what scrubbing and the cap did to it."""
-
-    text: str
-    omitted: int = 0
-    redactions: int = 0
-
-
 def subject_clean(subject: str | None) -> CleanText:
     """Scrub, flatten to one line and cap a subject; a missing one is empty."""
     if subject is None:
@@ -91,18 +79,10 @@ def subject_clean(subject: str | None) -> CleanText:
 
 
 def body_clean(body: str) -> CleanText:
-    """Scrub then cap a body. Scrubbing first means a secret cut at the cap never leaks."""
+    """Scrub then cap a body (8,000 chars); an empty one is refused."""
     if not body.strip():
         raise BadRequest("body must not be empty", code=Code.EMPTY_BODY)
-    scrubber = scrubber_configured()
-    if len(body) <= SCRUB_WINDOW_CHARS:
-        scrubbed, redactions = scrubber.scrub_counted(body)
-        omitted = max(0, len(scrubbed) - BODY_MAX_CHARS)
-        return CleanText(text_cap(scrubbed, BODY_MAX_CHARS, "message body"), omitted, redactions)
-    window, redactions = scrubber.scrub_counted(body[:SCRUB_WINDOW_CHARS])
-    kept = window[: min(BODY_MAX_CHARS, len(window) - SCRUB_MARGIN_CHARS)]
-    omitted = len(window) - len(kept) + len(body) - SCRUB_WINDOW_CHARS
-    return CleanText(kept + truncation_marker("message body", omitted), omitted, redactions)
+    return text_clean(body, cap=BODY_MAX_CHARS, label="message body")
 
 
 def idempotency_key_parse(value: str | None) -> str | None:

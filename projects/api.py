@@ -1,17 +1,38 @@
-"""JSON API routes of the projects app: session start, the hook block and the briefing."""
+"""JSON API routes of the projects app: sessions, the hook block, the briefing, handoffs
+and pages. Thin adapters: each calls the service or selector that holds the rule."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Router
 
 from aimemory_site.lib.api import errors, principal_of
-from projects.access import Level, project_access
+from aimemory_site.lib.errors import Forbidden
+from projects.access import Level, project_access, project_check
 from projects.briefing import briefing_get
+from projects.handoffs import handoff_create, handoff_list, handoff_row
+from projects.models import AgentSession
 from projects.onstart import onstart_block
-from projects.schemas import BriefingOut, OnStartOut, SessionStartIn
+from projects.pages import (
+    page_list,
+    page_not_found,
+    page_payload,
+    page_read,
+    page_row,
+    page_write,
+)
+from projects.schemas import (
+    BriefingOut,
+    HandoffCreateIn,
+    HandoffCreateOut,
+    HandoffListOut,
+    OnStartOut,
+    PageListOut,
+    PageReadOut,
+    PageWriteIn,
+    PageWriteOut,
+    SessionStartIn,
+)
 from projects.scope import scope_resolve
 from projects.services import session_start
 
@@ -20,8 +41,9 @@ hooks_router = Router(tags=["hooks"])
 
 
 @router.post("/sessions", response={200: OnStartOut, **errors(404, 409, body=True)})
-def sessions_start(request: HttpRequest, payload: SessionStartIn) -> dict[str, Any]:
-    """Register a lifecycle-hook session (creating the project if new); return the on-start block."""
+def sessions_start(request: HttpRequest, payload: SessionStartIn) -> HttpResponse:
+    """Register a lifecycle-hook session (creating the project if new); return the on-start
+    block, which claims the project's next handoff for this session."""
     started = session_start(
         principal=principal_of(request),
         workspace=payload.workspace,
@@ -29,23 +51,111 @@ def sessions_start(request: HttpRequest, payload: SessionStartIn) -> dict[str, A
         session_id=payload.session_id,
         agent=payload.agent,
     )
-    return onstart_block(project=started.project, session_id=started.session.session_id)
+    block = onstart_block(
+        project=started.project,
+        session_id=started.session.session_id,
+        session=started.session,
+        claim_handoff=True,
+        inject_brief=payload.inject_brief,
+    )
+    return JsonResponse(block)
 
 
 @router.get("/briefing", response={200: BriefingOut, **errors(404)}, tags=["messages"])
-def briefing(request: HttpRequest, workspace: str, project: str) -> dict[str, Any]:
-    """The project's briefing: its scope and how many messages wait in its inbox."""
+def briefing(request: HttpRequest, workspace: str, project: str) -> HttpResponse:
+    """The project's briefing: its scope, how many messages wait, and its brief."""
     principal = principal_of(request)
     scope = scope_resolve(
         principal=principal, workspace=workspace, project=project, session_id=None
     )
-    return briefing_get(principal=principal, scope=scope)
+    return JsonResponse(briefing_get(principal=principal, scope=scope))
 
 
 @hooks_router.get("/handoff", response={200: OnStartOut, **errors(404)})
 def handoff(
     request: HttpRequest, workspace: str, project: str, session_id: str = ""
-) -> dict[str, Any]:
-    """The on-start block for an existing project. A read: creates and claims nothing."""
-    found = project_access(principal_of(request), workspace, project, need=Level.READ)
-    return onstart_block(project=found, session_id=session_id)
+) -> HttpResponse:
+    """The on-start block for an existing project; creates nothing.
+
+    Without a ``session_id`` it only reports (no handoff is claimed). With the id of a
+    session the caller registered, and write access, it claims the next handoff for it.
+    """
+    principal = principal_of(request)
+    found = project_access(principal, workspace, project, need=Level.READ)
+    session = None
+    if session_id:
+        session = AgentSession.objects.filter(
+            session_id=session_id, principal_key=principal.key
+        ).first()
+    claim = False
+    if session_id:
+        try:
+            project_check(principal, found, need=Level.WRITE)
+            claim = True
+        except Forbidden:
+            claim = False  # a reader may look, not take the handoff away from the writers
+    block = onstart_block(
+        project=found, session_id=session_id, session=session, claim_handoff=claim
+    )
+    return JsonResponse(block)
+
+
+@router.post(
+    "/handoffs", response={201: HandoffCreateOut, **errors(404, body=True)}, tags=["handoffs"]
+)
+def handoffs_create(request: HttpRequest, payload: HandoffCreateIn) -> HttpResponse:
+    """Leave a single-use note for the next session of the project (needs write)."""
+    created = handoff_create(
+        principal=principal_of(request),
+        workspace=payload.workspace,
+        project=payload.project,
+        body=payload.body,
+    )
+    return JsonResponse({"handoff_id": str(created.id)}, status=201)
+
+
+@router.get("/handoffs", response={200: HandoffListOut, **errors(404)}, tags=["handoffs"])
+def handoffs_list(request: HttpRequest, workspace: str, project: str) -> HttpResponse:
+    """The project's handoffs, newest first, at most 50, without bodies; claims nothing."""
+    handoffs = handoff_list(principal=principal_of(request), workspace=workspace, project=project)
+    return JsonResponse({"handoffs": [handoff_row(h) for h in handoffs]})
+
+
+@router.post(
+    "/pages",
+    response={201: PageWriteOut, 200: PageWriteOut, **errors(404, body=True)},
+    tags=["pages"],
+)
+def pages_write(request: HttpRequest, payload: PageWriteIn) -> HttpResponse:
+    """Write a project page: 201 when new, 200 when its body was replaced (needs write)."""
+    page, created = page_write(
+        principal=principal_of(request),
+        workspace=payload.workspace,
+        project=payload.project,
+        path=payload.path,
+        body=payload.body,
+        pinned=payload.pinned,
+    )
+    return JsonResponse({"path": page.path, "created": created}, status=201 if created else 200)
+
+
+@router.get("/pages", response={200: PageListOut, **errors(404)}, tags=["pages"])
+def pages_list(
+    request: HttpRequest, workspace: str, project: str, prefix: str = ""
+) -> HttpResponse:
+    """The project's pages in path order (at most 200), without bodies."""
+    pages = page_list(
+        principal=principal_of(request), workspace=workspace, project=project, prefix=prefix
+    )
+    return JsonResponse({"pages": [page_row(page) for page in pages]})
+
+
+@router.get("/pages/read", response={200: PageReadOut, **errors(404)}, tags=["pages"])
+def pages_read(request: HttpRequest, workspace: str, project: str, path: str) -> HttpResponse:
+    """One page with its body; 404 ``page_not_found`` when there is none at the path."""
+    page = page_read(
+        principal=principal_of(request), workspace=workspace, project=project, path=path
+    )
+    if page is None:
+        raise page_not_found(path)
+    return JsonResponse({"page": page_payload(page)})

@@ -7,17 +7,23 @@ from typing import Any
 from aimemory_site.lib.principal import Principal
 from messaging.selectors import message_pending_count
 from projects.access import Level, project_access
-from projects.scope import ResolvedScope
+from projects.brief import brief_compile
+from projects.scope import ResolvedScope, scope_hint
 
 
 def briefing_get(*, principal: Principal, scope: ResolvedScope) -> dict[str, Any]:
-    """The briefing for a resolved scope: which project it is, and its pending mail. Needs read."""
+    """The briefing for a resolved scope: which project it is, its pending mail and its
+    brief. Needs read. An inferred scope adds the hint that it was guessed."""
     project = project_access(principal, scope.workspace, scope.project, need=Level.READ)
-    return {
+    answer: dict[str, Any] = {
         "scope": {
             "workspace": project.workspace.name,
             "project": project.name,
             "resolved_by": scope.source.value,
         },
         "pending_message_count": message_pending_count(project=project),
+        "brief": brief_compile(project),
     }
+    if scope.inferred:
+        answer["hint"] = scope_hint(scope)
+    return answer

@@ -150,6 +150,9 @@ class Activity(models.Model):
         MESSAGE_RECEIVED = "message_received", "message received"
         MESSAGE_CLAIMED = "message_claimed", "message claimed"
         MESSAGE_CANCELLED = "message_cancelled", "message cancelled"
+        HANDOFF_WRITTEN = "handoff_written", "handoff written"
+        HANDOFF_CLAIMED = "handoff_claimed", "handoff claimed"
+        PAGE_WRITTEN = "page_written", "page written"
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="activities")
@@ -170,3 +173,63 @@ class Activity(models.Model):
 
     def __str__(self) -> str:
         return self.summary
+
+
+class Handoff(models.Model):
+    """A single-use note from one session to the next one in the same project."""
+
+    class State(models.TextChoices):
+        OPEN = "open", "open"
+        CLAIMED = "claimed", "claimed"
+        EXPIRED = "expired", "expired"
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="handoffs")
+    body = models.TextField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    claimed_by_session = models.ForeignKey(
+        AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    from_session = models.ForeignKey(
+        AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    from_agent = models.CharField(max_length=40, default=AGENT_OTHER)
+    from_owner_user = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["project", "state", "created_at", "id"], name="handoff_next"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(state__in=["open", "claimed", "expired"]),
+                name="handoff_state_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.state})"
+
+
+class Page(models.Model):
+    """Project knowledge at a path. Never mail: never listed, counted or announced as one."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="pages")
+    path = models.CharField(max_length=200)
+    body = models.TextField()
+    pinned = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by_agent = models.CharField(max_length=40, default=AGENT_OTHER)
+    updated_by_user = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "path"], name="page_unique_path"),
+        ]
+
+    def __str__(self) -> str:
+        return self.path

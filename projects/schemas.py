@@ -14,11 +14,24 @@ class SessionStartIn(Schema):
     inject_brief: bool = False
 
 
+class HandoffOut(Schema):
+    id: str
+    body: str
+    created_at: str
+    expires_at: str
+    from_agent: str
+    from_owner_user: str | None
+
+
 class OnStartOut(Schema):
     workspace: str
     project: str
     session_id: str
-    context: str = Field(description="The on-start block as text; empty when nothing to say.")
+    context: str = Field(
+        description="The on-start block as text; it always ends with the scope line."
+    )
+    handoff: HandoffOut | None = Field(None, description="The handoff this call claimed.")
+    brief: str | None = Field(None, description="The compiled brief, when asked for.")
     pending_message_count: int
 
 
@@ -31,3 +44,70 @@ class BriefingScopeOut(Schema):
 class BriefingOut(Schema):
     scope: BriefingScopeOut
     pending_message_count: int
+    brief: str | None
+    hint: str | None = Field(None, description="Present when the project was inferred.")
+
+
+class HandoffCreateIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    workspace: str
+    project: str
+    body: str = Field(description="What was done, open questions, next steps; 8,000 chars kept.")
+
+
+class HandoffCreateOut(Schema):
+    handoff_id: str
+
+
+class HandoffRowOut(Schema):
+    id: str
+    state: str
+    created_at: str
+    expires_at: str
+    claimed_at: str | None
+    from_agent: str
+    chars: int
+
+
+class HandoffListOut(Schema):
+    handoffs: list[HandoffRowOut]
+
+
+class PageWriteIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    workspace: str
+    project: str
+    path: str
+    body: str = Field(description="Markdown; scrubbed, at most 16,000 chars kept.")
+    pinned: bool = False
+
+
+class PageWriteOut(Schema):
+    path: str
+    created: bool
+
+
+class PageRowOut(Schema):
+    path: str
+    pinned: bool
+    updated_at: str
+    chars: int
+
+
+class PageListOut(Schema):
+    pages: list[PageRowOut]
+
+
+class PageOut(Schema):
+    path: str
+    body: str
+    pinned: bool
+    updated_at: str
+    updated_by_agent: str
+    updated_by_user: str | None
+
+
+class PageReadOut(Schema):
+    page: PageOut

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 
 from aimemory_site.lib.errors import BadRequest, Code
+from aimemory_site.lib.mcp_tool import ToolCall
 from aimemory_site.lib.principal import Principal
 from projects.access import readable_projects
 from projects.models import Activity, AgentSession, ServerBoot
@@ -119,6 +121,14 @@ _REFUSALS = {
         "so it may not be the project you are working in. Pass workspace and project to name "
         "the sending project."
     ),
+    "handoff": (
+        "refusing to write a handoff for {ws}/{proj}: it was resolved by {source}, not named, "
+        "so it may not be the project you are working in. Pass workspace and project."
+    ),
+    "write_page": (
+        "refusing to write a page in {ws}/{proj}: it was resolved by {source}, not named, so "
+        "it may not be the project you are working in. Pass workspace and project."
+    ),
     "send": (
         "refusing to send as {ws}/{proj}: it was resolved by {source}, not named, so it may "
         "not be the project you are working in. Pass from_workspace and from_project to name "
@@ -134,7 +144,8 @@ LIST_HINT = (
 
 
 def scope_require_named(scope: ResolvedScope, operation: str) -> None:
-    """Refuse ``operation`` ("pop", "cancel" or "send") on an inferred scope."""
+    """Refuse ``operation`` ("pop", "cancel", "send", "handoff", "write_page") on an
+    inferred scope."""
     if scope.inferred:
         raise BadRequest(
             _REFUSALS[operation].format(
@@ -146,3 +157,24 @@ def scope_require_named(scope: ResolvedScope, operation: str) -> None:
 
 def scope_hint(scope: ResolvedScope) -> str:
     return LIST_HINT.format(ws=scope.workspace, proj=scope.project, source=scope.source.value)
+
+
+def scope_of_call(
+    call: ToolCall, workspace: str = "workspace", project: str = "project"
+) -> ResolvedScope:
+    """The scope an MCP tool call acts on, from the named arguments or its session."""
+    return scope_resolve(
+        principal=call.principal,
+        workspace=call.text(workspace),
+        project=call.text(project),
+        session_id=call.session_id,
+    )
+
+
+def scope_annotate(payload: dict[str, Any], scope: ResolvedScope) -> dict[str, Any]:
+    """Name an inferred scope in a read's answer, so the agent can tell it was guessed."""
+    if scope.inferred:
+        payload["resolved_scope"] = {"workspace": scope.workspace, "project": scope.project}
+        payload["scope_source"] = scope.source.value
+        payload["hint"] = scope_hint(scope)
+    return payload

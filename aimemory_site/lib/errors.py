@@ -49,6 +49,9 @@ class Code(enum.StrEnum):
     INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"
     INVALID_REQUEST_ID = "invalid_request_id"
     ADMISSION_REFUSED = "admission_refused"
+    # Handoffs and pages
+    INVALID_PAGE_PATH = "invalid_page_path"
+    PAGE_NOT_FOUND = "page_not_found"
 
 
 class AppError(Exception):

@@ -9,6 +9,12 @@ from __future__ import annotations
 # messaging, because the CLI says so when it reports a cut body.
 MESSAGE_BODY_MAX_CHARS = 8000
 
+# Scrubbing costs about a second per MiB of text, and a request may carry 1 MiB: only a
+# window that can reach the cap is scrubbed. The window's last margin is dropped as well,
+# since a secret cut by the window's end may not be recognised there.
+SCRUB_WINDOW_CHARS = 65_536
+SCRUB_MARGIN_CHARS = 8_192
+
 LIST_LIMIT_MIN = 1
 LIST_LIMIT_DEFAULT = 50
 LIST_LIMIT_MAX = 200

@@ -16,11 +16,45 @@ from typing import Any
 from aimemory_site.lib.errors import AppError, BadRequest, Code
 from aimemory_site.lib.principal import Principal
 
+# MCP tool annotations (DESIGN.md section 13). No tool here reaches outside the server.
+READS: Mapping[str, bool] = {"readOnlyHint": True, "openWorldHint": False}
+WRITES: Mapping[str, bool] = {
+    "readOnlyHint": False,
+    "destructiveHint": False,
+    "openWorldHint": False,
+}
+CANCELS: Mapping[str, bool] = {
+    "readOnlyHint": False,
+    "destructiveHint": True,
+    "idempotentHint": True,
+    "openWorldHint": False,
+}
+
+# The caller's own scope, as every scoped tool takes it.
+OWN_WORKSPACE = {"type": "string", "description": "Your project's workspace."}
+OWN_PROJECT = {
+    "type": "string",
+    "description": "Your project, with workspace, as the SessionStart notice names it.",
+}
+
+
+def object_schema(properties: dict[str, Any], *required: str) -> dict[str, Any]:
+    """A tool's input schema: a closed object of these properties."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
 # The JSON Schema subset the argument check implements. Tool schemas may use nothing
 # else (Tool checks that when it is declared), so the check never silently ignores a
 # constraint a client was shown.
 _PROPERTY_KEYWORDS = frozenset({"type", "description"})
-_PROPERTY_TYPES = frozenset({"string", "integer"})
+_PROPERTY_TYPES = frozenset({"string", "integer", "boolean"})
 
 
 @dataclass(frozen=True)
@@ -49,6 +83,10 @@ class ToolCall:
         value = self.arguments.get(name)
         return value if isinstance(value, int) else None
 
+    def boolean(self, name: str) -> bool:
+        """A boolean argument; absent is false."""
+        return self.arguments.get(name) is True
+
 
 ToolHandler = Callable[[ToolCall], dict[str, Any]]
 
@@ -57,7 +95,7 @@ ToolHandler = Callable[[ToolCall], dict[str, Any]]
 class Tool:
     """A tool as ``tools/list`` shows it, plus the handler that answers its calls.
 
-    The input schema is a flat object of string and integer properties with
+    The input schema is a flat object of string, integer and boolean properties with
     ``additionalProperties: false``; the handler may raise AppError.
     """
 
@@ -158,6 +196,8 @@ def _value_check(name: str, value: Any, spec: Mapping[str, Any]) -> tuple[Any, s
         value = int(value)  # JSON Schema counts 5.0 as an integer
     if expected == "string":
         ok = isinstance(value, str)
+    elif expected == "boolean":
+        ok = isinstance(value, bool)
     else:
         ok = isinstance(value, int) and not isinstance(value, bool)
     if not ok:

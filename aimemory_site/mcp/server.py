@@ -47,6 +47,7 @@ from aimemory_site.mcp.protocol import (
     unsupported_version,
 )
 from messaging.mcp_tools import MESSAGING_TOOLS
+from projects.mcp_tools import PROJECT_TOOLS
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ def _package_version() -> str:
 
 
 SERVER_INFO = {"name": "ai-memory", "version": _package_version()}
-TOOLS: dict[str, Tool] = {tool.name: tool for tool in MESSAGING_TOOLS}
+TOOLS: dict[str, Tool] = {tool.name: tool for tool in (*MESSAGING_TOOLS, *PROJECT_TOOLS)}
 
 # How the caller names its lifecycle-hook session (DESIGN.md section 6).
 SESSION_ID_HEADER = "X-Memory-Actor-Session-Id"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from messaging.mcp_tools import MESSAGING_TOOLS
+from projects.mcp_tools import PROJECT_TOOLS
 from tests.mcp_raw import RawMcp, error_of
 
 pytestmark = pytest.mark.django_db
@@ -16,6 +17,10 @@ TOOL_NAMES = [
     "memory_message_cancel",
     "memory_message_status",
     "memory_briefing",
+    "memory_handoff_create",
+    "memory_write_page",
+    "memory_read_page",
+    "memory_list_pages",
 ]
 
 
@@ -76,7 +81,7 @@ def test_tools_list_has_every_tool_without_modern_fields(handshake: RawMcp) -> N
     result = handshake.result("tools/list")
     assert set(result) == {"tools"}
     assert [tool["name"] for tool in result["tools"]] == TOOL_NAMES
-    assert result["tools"] == [tool.listing() for tool in MESSAGING_TOOLS]
+    assert result["tools"] == [tool.listing() for tool in (*MESSAGING_TOOLS, *PROJECT_TOOLS)]
 
 
 def test_an_unknown_method_is_method_not_found_with_200(handshake: RawMcp) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bench.mcp_tools_size import tools_list_size
 from messaging.mcp_tools import MESSAGING_TOOLS
+from projects.mcp_tools import PROJECT_TOOLS
 
 DESCRIPTIONS = {tool.name: tool.description for tool in MESSAGING_TOOLS}
 
@@ -33,11 +34,16 @@ ANNOTATIONS = {
     "memory_message_cancel": {"destructiveHint": True, "idempotentHint": True},
     "memory_message_status": {"readOnlyHint": True},
     "memory_briefing": {"readOnlyHint": True},
+    "memory_handoff_create": {"readOnlyHint": False, "destructiveHint": False},
+    "memory_write_page": {"readOnlyHint": False, "destructiveHint": False},
+    "memory_read_page": {"readOnlyHint": True},
+    "memory_list_pages": {"readOnlyHint": True},
 }
+ALL_TOOLS = (*MESSAGING_TOOLS, *PROJECT_TOOLS)
 
 
 def test_every_tool_carries_its_annotations() -> None:
-    listed = {tool.name: tool.listing().get("annotations", {}) for tool in MESSAGING_TOOLS}
+    listed = {tool.name: tool.listing().get("annotations", {}) for tool in ALL_TOOLS}
 
     assert set(listed) == set(ANNOTATIONS)
     for name, expected in ANNOTATIONS.items():
@@ -47,9 +53,13 @@ def test_every_tool_carries_its_annotations() -> None:
 
 def test_only_the_reading_tools_are_read_only() -> None:
     read_only = {
-        tool.name
-        for tool in MESSAGING_TOOLS
-        if tool.listing().get("annotations", {}).get("readOnlyHint")
+        tool.name for tool in ALL_TOOLS if tool.listing().get("annotations", {}).get("readOnlyHint")
     }
-    assert read_only == {"memory_message_list", "memory_message_status", "memory_briefing"}
-    assert all(tool.input_schema["additionalProperties"] is False for tool in MESSAGING_TOOLS)
+    assert read_only == {
+        "memory_message_list",
+        "memory_message_status",
+        "memory_briefing",
+        "memory_read_page",
+        "memory_list_pages",
+    }
+    assert all(tool.input_schema["additionalProperties"] is False for tool in ALL_TOOLS)

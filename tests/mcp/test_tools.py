@@ -74,6 +74,7 @@ def test_the_briefing_counts_pending_mail_and_says_how_scope_was_resolved(mcp: R
     assert briefing == {
         "scope": {"workspace": "default", "project": "project-b", "resolved_by": "explicit"},
         "pending_message_count": 1,
+        "brief": None,
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from projects.models import Activity, AgentSession, Project, Workspace
+from projects.onstart import scope_line
 from tests.conftest import ApiCall, Persona
 
 pytestmark = pytest.mark.django_db
@@ -19,7 +20,9 @@ def test_session_start_creates_the_project_and_returns_the_block(api: ApiCall) -
         "workspace": "default",
         "project": "project-a",
         "session_id": "sess-1",
-        "context": "",
+        "context": scope_line(workspace="default", project="project-a"),
+        "handoff": None,
+        "brief": None,
         "pending_message_count": 0,
     }
     session = AgentSession.objects.get(session_id="sess-1")

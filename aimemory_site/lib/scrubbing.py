@@ -1,12 +1,15 @@
-"""Secret scrubbing of message subjects and bodies (DESIGN.md section 5).
+"""Secret scrubbing of every text agents leave here: message subjects and bodies,
+handoffs and pages (DESIGN.md sections 5 and 10).
 
-Before a message is stored, every match of a secret pattern in its subject and body is
-replaced by the literal ``[REDACTED]``; only then is the text capped (``text_cap``), so a
-secret cut at the cap boundary can never survive as a fragment.
+Before a text is stored, every match of a secret pattern in it is replaced by the
+literal ``[REDACTED]``; only then is the text capped (``text_cap``), so a secret cut at
+the cap boundary can never survive as a fragment. It lives in the library, below the
+apps, because projects (handoffs, pages) and messaging both scrub.
 
 This module is the engine and its configuration. The built-in patterns, their comments,
 their order (``BUILTIN_PATTERNS``) and their gates (``PREFILTERS``) live in
-``messaging.secret_patterns``, which is plain ``re``; they are re-exported here. Operators
+``aimemory_site.lib.secret_patterns``, which is plain ``re``; they are re-exported
+here. Operators
 add more under ``[sanitize]`` in the TOML file named by the ``AI_MEMORY_CONFIG``
 setting::
 
@@ -53,7 +56,13 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from aimemory_site.lib.config_file import config_document, config_where
-from messaging.secret_patterns import BUILTIN_PATTERNS, PREFILTERS, REDACTED
+from aimemory_site.lib.limits import (
+    SCRUB_MARGIN_CHARS,
+    SCRUB_WINDOW_CHARS,
+    text_cap,
+    truncation_marker,
+)
+from aimemory_site.lib.secret_patterns import BUILTIN_PATTERNS, PREFILTERS, REDACTED
 
 __all__ = [
     "BUILTIN_PATTERNS",
@@ -229,3 +238,31 @@ def _string_list(table: dict[str, Any], key: str, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ImproperlyConfigured(f"{where}: [sanitize] {key} must be a list of strings")
     return value
+
+
+@dataclass(frozen=True)
+class CleanText:
+    """A text as it will be stored, with what scrubbing and the cap did to it."""
+
+    text: str
+    omitted: int = 0
+    redactions: int = 0
+
+
+def text_clean(text: str, *, cap: int, label: str) -> CleanText:
+    """Scrub then cap ``text`` (``label`` names it in the truncation marker).
+
+    Scrubbing first means a secret cut at the cap never leaks. A text far over the cap is
+    scrubbed only in a window that can reach it (scrubbing costs about a second per MiB,
+    and a request may carry 1 MiB), minus a margin at the window's end, where a secret
+    cut by the window might not be recognised.
+    """
+    scrubber = scrubber_configured()
+    if len(text) <= SCRUB_WINDOW_CHARS:
+        scrubbed, redactions = scrubber.scrub_counted(text)
+        omitted = max(0, len(scrubbed) - cap)
+        return CleanText(text_cap(scrubbed, cap, label), omitted, redactions)
+    window, redactions = scrubber.scrub_counted(text[:SCRUB_WINDOW_CHARS])
+    kept = window[: min(cap, len(window) - SCRUB_MARGIN_CHARS)]
+    omitted = len(window) - len(kept) + len(text) - SCRUB_WINDOW_CHARS
+    return CleanText(kept + truncation_marker(label, omitted), omitted, redactions)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from messaging.scrubbing import BUILTIN_PATTERNS, PREFILTERS, REDACTED, scrubber_builtin
+from aimemory_site.lib.scrubbing import BUILTIN_PATTERNS, PREFILTERS, REDACTED, scrubber_builtin
 
 # --- Fake secrets ----------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """The built-in secret patterns of the message scrubber (DESIGN.md section 5).
 
 Pure ``re``, no Django: the engine that applies them and the ``[sanitize]``
-configuration live in ``messaging.scrubbing``. The ``[REDACTED]`` marker is defined here
+configuration live in ``aimemory_site.lib.scrubbing``. The ``[REDACTED]`` marker is defined here
 because family 27 must recognise it inside a value.
 
 Families 1-16 follow ``research/ai-memory-behaviour.md`` section 4, 17 is this server's

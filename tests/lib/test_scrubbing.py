@@ -14,9 +14,9 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from pytest_django.fixtures import Settings as SettingsWrapper
 
+from aimemory_site.lib import secret_patterns
 from aimemory_site.lib.limits import text_cap
-from messaging import secret_patterns
-from messaging.scrubbing import (
+from aimemory_site.lib.scrubbing import (
     BUILTIN_PATTERNS,
     PREFILTERS,
     REDACTED,
@@ -24,7 +24,7 @@ from messaging.scrubbing import (
     scrubber_builtin,
     scrubber_configured,
 )
-from messaging.secret_patterns import PROVIDER_ENV_ASSIGNMENT
+from aimemory_site.lib.secret_patterns import PROVIDER_ENV_ASSIGNMENT
 
 ALNUM36 = "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC2eF4hJ6"
 GHP = "ghp" + "_" + ALNUM36

@@ -1,0 +1,161 @@
+"""Handoffs: a single-use note from one session to the next one in the same project
+(DESIGN.md section 10). Writes and reads live here together, as they are few."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models.functions import Length
+from django.utils import timezone
+
+from aimemory_site.lib.ages import age_text
+from aimemory_site.lib.errors import BadRequest, Code
+from aimemory_site.lib.principal import Principal
+from aimemory_site.lib.scrubbing import text_clean
+from aimemory_site.lib.sql import db_value
+from projects.access import Level, project_access
+from projects.models import Activity, AgentSession, Handoff, Project
+from projects.services import activity_record, session_agent
+
+HANDOFF_BODY_MAX_CHARS = 8000
+HANDOFF_LIST_LIMIT = 50
+
+
+def handoff_create(
+    *,
+    principal: Principal,
+    workspace: str,
+    project: str,
+    body: str,
+    session: AgentSession | None = None,
+) -> Handoff:
+    """Leave a handoff for the next session of the project. Needs write.
+
+    The body is scrubbed like a message body and capped at 8,000 characters; it expires
+    after ``AI_MEMORY_HANDOFF_TTL_DAYS`` and is then never delivered.
+    """
+    target = project_access(principal, workspace, project, need=Level.WRITE)
+    if not body.strip():
+        raise BadRequest("body must not be empty", code=Code.EMPTY_BODY)
+    clean = text_clean(body, cap=HANDOFF_BODY_MAX_CHARS, label="handoff body")
+    agent = session_agent(session)
+    now = timezone.now()
+    with transaction.atomic():
+        handoff = Handoff.objects.create(
+            project=target,
+            body=clean.text,
+            created_at=now,
+            expires_at=now + timedelta(days=settings.AI_MEMORY_HANDOFF_TTL_DAYS),
+            from_session=session,
+            from_agent=agent,
+            from_owner_user=principal.owner_name or "",
+        )
+        activity_record(
+            project=target,
+            kind=Activity.Kind.HANDOFF_WRITTEN,
+            actor=f"{principal.display_name} ({agent})",
+            summary=f"handoff written ({len(clean.text):,} chars)",
+        )
+    return handoff
+
+
+def handoff_claim(*, project: Project, session: AgentSession | None) -> Handoff | None:
+    """Claim the oldest open, unexpired handoff of ``project`` for a starting session.
+
+    Exactly once however many session starts race: one ``UPDATE ... WHERE id = (oldest
+    open) AND state = 'open' RETURNING ...``, as a pop claims a message (on PostgreSQL
+    the candidate is locked with SKIP LOCKED, on SQLite the write lock admits one claimer
+    at a time). The caller checked write access.
+    """
+    table = Handoff._meta.db_table
+    now = db_value(Handoff, "claimed_at", timezone.now())
+    skip_locked = " FOR NO KEY UPDATE SKIP LOCKED" if connection.vendor == "postgresql" else ""
+    columns = ", ".join(f"{table}.{field.column}" for field in Handoff._meta.concrete_fields)
+    sql = (
+        f"UPDATE {table} SET state = %s, claimed_at = %s, claimed_by_session_id = %s "
+        f"WHERE id = (SELECT id FROM {table} WHERE project_id = %s AND state = %s "
+        f"AND expires_at > %s ORDER BY created_at, id LIMIT 1{skip_locked}) AND state = %s "
+        f"RETURNING {columns}"
+    )
+    params = [
+        Handoff.State.CLAIMED,
+        now,
+        session.pk if session is not None else None,
+        db_value(Handoff, "project", project.pk),
+        Handoff.State.OPEN,
+        now,
+        Handoff.State.OPEN,
+    ]
+    with transaction.atomic():
+        claimed = list(Handoff.objects.raw(sql, params))
+        if not claimed:
+            return None
+        activity_record(
+            project=project,
+            kind=Activity.Kind.HANDOFF_CLAIMED,
+            actor=session_agent(session),
+            summary="handoff claimed by a session start",
+        )
+    handoff = claimed[0]
+    handoff.project = project
+    return handoff
+
+
+def handoff_list(*, principal: Principal, workspace: str, project: str) -> list[Handoff]:
+    """The project's handoffs, newest first, at most 50. Needs read; never claims."""
+    target = project_access(principal, workspace, project, need=Level.READ)
+    return list(
+        Handoff.objects.filter(project=target)
+        .defer("body")
+        .annotate(chars=Length("body"))
+        .order_by("-created_at", "-id")[:HANDOFF_LIST_LIMIT]
+    )
+
+
+def _rfc3339(value: Any) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def handoff_state(handoff: Handoff) -> str:
+    """``open``, ``claimed`` or ``expired`` (an open handoff past its time is expired)."""
+    if handoff.state == Handoff.State.OPEN and handoff.expires_at <= timezone.now():
+        return Handoff.State.EXPIRED
+    return handoff.state
+
+
+def handoff_row(handoff: Handoff) -> dict[str, Any]:
+    """A handoff of ``handoff_list`` as ``GET /api/v1/handoffs`` lists it: no body."""
+    chars: int = handoff.chars  # type: ignore[attr-defined]  # annotated by handoff_list
+    return {
+        "id": str(handoff.id),
+        "state": handoff_state(handoff),
+        "created_at": _rfc3339(handoff.created_at),
+        "expires_at": _rfc3339(handoff.expires_at),
+        "claimed_at": _rfc3339(handoff.claimed_at),
+        "from_agent": handoff.from_agent,
+        "chars": chars,
+    }
+
+
+def handoff_payload(handoff: Handoff) -> dict[str, Any]:
+    """A claimed handoff in the on-start JSON (its body included: it is the point)."""
+    return {
+        "id": str(handoff.id),
+        "body": handoff.body,
+        "created_at": _rfc3339(handoff.created_at),
+        "expires_at": _rfc3339(handoff.expires_at),
+        "from_agent": handoff.from_agent,
+        "from_owner_user": handoff.from_owner_user or None,
+    }
+
+
+def handoff_text(handoff: Handoff, *, workspace: str, project: str) -> str:
+    """The handoff's part of the on-start block (DESIGN.md section 10)."""
+    age = age_text(handoff.created_at, timezone.now())
+    return (
+        f"🤝 ai-memory handoff for {workspace}/{project}, written {age} by "
+        f"{handoff.from_agent}:\n{handoff.body}"
+    )

@@ -1,0 +1,144 @@
+"""Pages: a project's knowledge at paths (DESIGN.md section 10). A page is never mail: no
+reader here touches messages, and no message reader touches pages."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.db.models.functions import Length
+from django.utils import timezone
+
+from aimemory_site.lib.errors import BadRequest, Code, NotFound
+from aimemory_site.lib.principal import Principal
+from aimemory_site.lib.scrubbing import text_clean
+from projects.access import Level, project_access
+from projects.models import Activity, AgentSession, Page, Project
+from projects.services import activity_record, session_agent
+
+PAGE_BODY_MAX_CHARS = 16_000
+PAGE_PATH_MAX_CHARS = 200
+PAGE_LIST_LIMIT = 200
+_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def page_path_parse(path: str) -> str:
+    """A page path: 1-200 chars of ``[A-Za-z0-9._-]`` segments joined by ``/``, with no
+    empty, ``.`` or ``..`` segment and no leading or trailing ``/``; else 400."""
+    segments = path.split("/")
+    valid = (
+        1 <= len(path) <= PAGE_PATH_MAX_CHARS
+        and all(_SEGMENT.fullmatch(segment) for segment in segments)
+        and not any(segment in (".", "..") for segment in segments)
+    )
+    if not valid:
+        raise BadRequest(
+            f"invalid page path {path[:220]!r}: use 1-{PAGE_PATH_MAX_CHARS} characters, "
+            "segments of letters, digits, '.', '_' or '-' joined by '/', no empty, '.' or "
+            "'..' segment, no leading or trailing '/'",
+            code=Code.INVALID_PAGE_PATH,
+        )
+    return path
+
+
+def page_write(
+    *,
+    principal: Principal,
+    workspace: str,
+    project: str,
+    path: str,
+    body: str,
+    pinned: bool = False,
+    session: AgentSession | None = None,
+) -> tuple[Page, bool]:
+    """Write the page at ``path`` (replacing its body if it exists); return it and
+    whether it is new. Needs write. The body is scrubbed and capped at 16,000 chars;
+    Recent Activity records the write, never the body."""
+    target = project_access(principal, workspace, project, need=Level.WRITE)
+    path = page_path_parse(path)
+    if not body.strip():
+        raise BadRequest("body must not be empty", code=Code.EMPTY_BODY)
+    clean = text_clean(body, cap=PAGE_BODY_MAX_CHARS, label="page body")
+    agent = session_agent(session)
+    fields = {
+        "body": clean.text,
+        "pinned": pinned,
+        "updated_at": timezone.now(),
+        "updated_by_agent": agent,
+        "updated_by_user": principal.owner_name or "",
+    }
+    with transaction.atomic():
+        updated = Page.objects.filter(project=target, path=path).update(**fields)
+        created = False
+        if not updated:
+            try:
+                # A savepoint: a concurrent first write of the path wins the unique key.
+                with transaction.atomic():
+                    Page.objects.create(project=target, path=path, **fields)
+                created = True
+            except IntegrityError:
+                Page.objects.filter(project=target, path=path).update(**fields)
+        activity_record(
+            project=target,
+            kind=Activity.Kind.PAGE_WRITTEN,
+            actor=f"{principal.display_name} ({agent})",
+            summary=f"page {path} {'created' if created else 'updated'}",
+        )
+    page = Page.objects.get(project=target, path=path)
+    return page, created
+
+
+def page_read(*, principal: Principal, workspace: str, project: str, path: str) -> Page | None:
+    """The page at ``path``, or None. Needs read."""
+    target = project_access(principal, workspace, project, need=Level.READ)
+    return Page.objects.filter(project=target, path=page_path_parse(path)).first()
+
+
+def page_list(
+    *, principal: Principal, workspace: str, project: str, prefix: str | None = None
+) -> list[Page]:
+    """The project's pages in path order (at most 200), without bodies. Needs read."""
+    target = project_access(principal, workspace, project, need=Level.READ)
+    pages = pages_of(target)
+    if prefix:
+        pages = pages.filter(path__startswith=prefix)
+    return list(pages.order_by("path")[:PAGE_LIST_LIMIT])
+
+
+def pages_of(project: Project) -> QuerySet[Page]:
+    """The pages of a project whose access the caller checked, with ``chars``, no body."""
+    return Page.objects.filter(project=project).defer("body").annotate(chars=Length("body"))
+
+
+def page_not_found(path: str) -> NotFound:
+    return NotFound(f"no page at {path!r}", code=Code.PAGE_NOT_FOUND)
+
+
+def _rfc3339(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def page_payload(page: Page) -> dict[str, Any]:
+    """A page as ``memory_read_page`` and ``GET /api/v1/pages/read`` answer it."""
+    return {
+        "path": page.path,
+        "body": page.body,
+        "pinned": page.pinned,
+        "updated_at": _rfc3339(page.updated_at),
+        "updated_by_agent": page.updated_by_agent,
+        "updated_by_user": page.updated_by_user or None,
+    }
+
+
+def page_row(page: Page) -> dict[str, Any]:
+    """A page of ``page_list`` in a listing: no body, its length."""
+    chars: int = page.chars  # type: ignore[attr-defined]  # annotated by pages_of
+    return {
+        "path": page.path,
+        "pinned": page.pinned,
+        "updated_at": _rfc3339(page.updated_at),
+        "chars": chars,
+    }
