@@ -36,7 +36,9 @@ class MessageSendOut(Schema):
     )
 
 
-class MessageOut(Schema):
+class MessageHeadOut(Schema):
+    """A message without its body: what a status shows, and what every listing starts with."""
+
     id: str
     state: str
     to_workspace: str
@@ -51,9 +53,12 @@ class MessageOut(Schema):
     from_owner_user: str | None
     subject: str | None
     in_reply_to: str | None
-    body: str
     created_at: str
     claimed_at: str | None
+
+
+class MessageOut(MessageHeadOut):
+    body: str
 
 
 class MessageListOut(Schema):
@@ -93,23 +98,7 @@ class MessageCancelOut(Schema):
     cancelled: int
 
 
-class MessageStatusOut(Schema):
-    id: str
-    state: str
-    to_workspace: str
-    to_project: str
-    to_workspace_id: str
-    to_project_id: str
-    from_workspace: str
-    from_project: str
-    from_workspace_id: str
-    from_project_id: str
-    from_agent: str
-    from_owner_user: str | None
-    subject: str | None
-    in_reply_to: str | None
-    created_at: str
-    claimed_at: str | None
+class MessageStatusOut(MessageHeadOut):
     cancelled_at: str | None
     claimed_by_agent: str | None
 

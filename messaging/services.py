@@ -20,7 +20,14 @@ from django.utils import timezone
 from aimemory_site.lib.errors import BadRequest, Code, Conflict
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.scrubbing import CleanText, scrubber_configured, text_clean
-from aimemory_site.lib.sql import db_value, insert_parts, placeholders, typed_placeholders, uuid_of
+from aimemory_site.lib.sql import (
+    claim_oldest_sql,
+    db_value,
+    insert_parts,
+    placeholders,
+    typed_placeholders,
+    uuid_of,
+)
 from messaging.admission import admission_decide, admission_observe
 from messaging.admission_config import MESSAGE_CANCEL, MESSAGE_POP, MESSAGE_SEND
 from messaging.limits import (
@@ -437,22 +444,30 @@ def _claim(
 ) -> Message | None:
     """Claim the oldest pending message of ``inbox`` (or ``message_id``) in one statement.
 
-    Must run inside the pop's transaction. ``UPDATE ... WHERE id = (oldest pending)
-    AND state = 'pending' RETURNING ...``: the guard decides the claim, and the row
-    comes back with its sender's names, so nothing is read again. None when nothing
-    was claimed. No caller ever loses a race it then has to retry: on SQLite the write
-    lock admits one claimer at a time, and on PostgreSQL the subquery locks its row
-    (SKIP LOCKED passes over rows other claimers hold), re-checked as still pending
-    once locked, so the row it picks is the caller's to claim.
+    Must run inside the pop's transaction. ``claim_oldest_sql`` holds the rule; the row
+    comes back with its sender's names, so nothing is read again. None when nothing was
+    claimed.
     """
     table = Message._meta.db_table
-    named = " AND id = %s" if message_id is not None else ""
-    skip_locked = " FOR NO KEY UPDATE SKIP LOCKED" if connection.vendor == "postgresql" else ""
-    columns = ", ".join(f"{table}.{field.column}" for field in Message._meta.concrete_fields)
     sender = (
         f"(SELECT {{column}} FROM {Project._meta.db_table} p "
         f"JOIN {Workspace._meta.db_table} w ON w.id = p.workspace_id "
         f"WHERE p.id = {table}.from_project_id)"
+    )
+    sql = claim_oldest_sql(
+        Message,
+        assignments=[
+            "state",
+            "claimed_at",
+            "claimed_by_session_id",
+            "claimed_by_agent",
+            "claimed_by_user",
+        ],
+        candidates="to_project_id = %s AND state = %s"
+        + (" AND id = %s" if message_id is not None else ""),
+        returning_extra=f", {sender.format(column='p.name')} AS sender_name, "
+        f"{sender.format(column='w.id')} AS sender_workspace_id, "
+        f"{sender.format(column='w.name')} AS sender_workspace_name",
     )
     params: list[Any] = [
         Message.State.CLAIMED,
@@ -466,15 +481,6 @@ def _claim(
     if message_id is not None:
         params.append(db_value(Message, "id", message_id))
     params.append(Message.State.PENDING)
-    sql = (
-        f"UPDATE {table} SET state = %s, claimed_at = %s, claimed_by_session_id = %s, "
-        "claimed_by_agent = %s, claimed_by_user = %s "
-        f"WHERE id = (SELECT id FROM {table} WHERE to_project_id = %s AND state = %s{named} "
-        f"ORDER BY created_at, id LIMIT 1{skip_locked}) AND state = %s "
-        f"RETURNING {columns}, {sender.format(column='p.name')} AS sender_name, "
-        f"{sender.format(column='w.id')} AS sender_workspace_id, "
-        f"{sender.format(column='w.name')} AS sender_workspace_name"
-    )
     rows = list(Message.objects.raw(sql, params))
     if not rows:
         return None

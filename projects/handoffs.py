@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models.functions import Length
 from django.utils import timezone
 
@@ -15,7 +15,7 @@ from aimemory_site.lib.ages import age_text
 from aimemory_site.lib.errors import BadRequest, Code
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.scrubbing import text_clean
-from aimemory_site.lib.sql import db_value
+from aimemory_site.lib.sql import claim_oldest_sql, db_value
 from projects.access import Level, project_access
 from projects.models import Activity, AgentSession, Handoff, Project
 from projects.services import activity_record, session_agent
@@ -65,20 +65,14 @@ def handoff_create(
 def handoff_claim(*, project: Project, session: AgentSession | None) -> Handoff | None:
     """Claim the oldest open, unexpired handoff of ``project`` for a starting session.
 
-    Exactly once however many session starts race: one ``UPDATE ... WHERE id = (oldest
-    open) AND state = 'open' RETURNING ...``, as a pop claims a message (on PostgreSQL
-    the candidate is locked with SKIP LOCKED, on SQLite the write lock admits one claimer
-    at a time). The caller checked write access.
+    Exactly once however many session starts race: the claim-once statement of
+    ``claim_oldest_sql``, as a pop claims a message. The caller checked write access.
     """
-    table = Handoff._meta.db_table
     now = db_value(Handoff, "claimed_at", timezone.now())
-    skip_locked = " FOR NO KEY UPDATE SKIP LOCKED" if connection.vendor == "postgresql" else ""
-    columns = ", ".join(f"{table}.{field.column}" for field in Handoff._meta.concrete_fields)
-    sql = (
-        f"UPDATE {table} SET state = %s, claimed_at = %s, claimed_by_session_id = %s "
-        f"WHERE id = (SELECT id FROM {table} WHERE project_id = %s AND state = %s "
-        f"AND expires_at > %s ORDER BY created_at, id LIMIT 1{skip_locked}) AND state = %s "
-        f"RETURNING {columns}"
+    sql = claim_oldest_sql(
+        Handoff,
+        assignments=["state", "claimed_at", "claimed_by_session_id"],
+        candidates="project_id = %s AND state = %s AND expires_at > %s",
     )
     params = [
         Handoff.State.CLAIMED,

@@ -51,3 +51,31 @@ def placeholders(count: int) -> str:
 def db_value(model: type[models.Model], field_name: str, value: Any) -> Any:
     """``value`` as the current connection stores ``model.field_name``."""
     return model._meta.get_field(field_name).get_db_prep_value(value, connection)  # type: ignore[union-attr]
+
+
+def claim_oldest_sql(
+    model: type[models.Model],
+    *,
+    assignments: Sequence[str],
+    candidates: str,
+    returning_extra: str = "",
+) -> str:
+    """The one claim-once statement (a message's pop, a handoff's delivery).
+
+    ``UPDATE t SET <assignments> WHERE id = (SELECT id FROM t WHERE <candidates> ORDER BY
+    created_at, id LIMIT 1 [FOR NO KEY UPDATE SKIP LOCKED]) AND state = %s RETURNING
+    <every column><returning_extra>``. The guard on ``state`` decides the claim; on SQLite
+    the write lock admits one claimer at a time, and on PostgreSQL the subquery locks its
+    row (SKIP LOCKED passes over rows other claimers hold), re-checked once locked, so
+    the row a caller picks is its own to claim and no caller ever has to retry. Its
+    parameters: the assignments', the candidates', then the state the guard expects.
+    """
+    table = model._meta.db_table
+    skip_locked = " FOR NO KEY UPDATE SKIP LOCKED" if connection.vendor == "postgresql" else ""
+    columns = ", ".join(f"{table}.{field.column}" for field in model._meta.concrete_fields)
+    return (
+        f"UPDATE {table} SET {', '.join(f'{column} = %s' for column in assignments)} "
+        f"WHERE id = (SELECT id FROM {table} WHERE {candidates} "
+        f"ORDER BY created_at, id LIMIT 1{skip_locked}) AND state = %s "
+        f"RETURNING {columns}{returning_extra}"
+    )
