@@ -19,12 +19,14 @@ from aimemory_site.lib.principal import Principal
 from messaging.models import Message
 from messaging.selectors import message_pending_count, pending_counts
 from projects.access import readable_projects
-from projects.models import Activity, Project
+from projects.models import Activity, Page, Project
+from projects.pages import PAGE_LIST_LIMIT, pages_of
 
 MAILBOX_LIMIT = 5
 SUMMARY_NAMED_LIMIT = 5
 SNIPPET_CHARS = 160
 RECENT_ACTIVITY_LIMIT = 20
+PAGES_LIMIT = PAGE_LIST_LIMIT  # as many as `ai-memory page list` shows at a time
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,22 @@ class ActivityRow:
 
 
 @dataclass(frozen=True)
+class PageRow:
+    """A page in the project page's list: never its body."""
+
+    path: str
+    pinned: bool
+    updated_at: datetime
+    chars: int
+
+
+@dataclass(frozen=True)
+class PageList:
+    rows: list[PageRow]  # pinned first, then by path
+    capped: bool  # more pages exist than the list shows
+
+
+@dataclass(frozen=True)
 class ProjectPage:
     """A project page. ``name`` is None when the URL names no project; for a project that
     is missing or unreadable it holds the names the URL gave, and the page stays empty."""
@@ -106,6 +124,7 @@ class ProjectPage:
     name: ProjectName | None
     mailbox: Mailbox
     activity: list[ActivityRow]
+    pages: PageList
 
     @property
     def cli_list_limit(self) -> int:
@@ -173,7 +192,7 @@ def snippet(body: str) -> str:
 
 
 def project_page(principal: Principal, workspace: str | None, project: str | None) -> ProjectPage:
-    """The Mailbox and Recent Activity of the named project, as ``principal`` may see them.
+    """The Mailbox, Pages and Recent Activity of the named project, as ``principal`` may see them.
 
     A URL that names no project, a project that does not exist and one the viewer may not
     read all give the same empty page (apart from the names the URL itself carried), so
@@ -218,11 +237,58 @@ def project_page(principal: Principal, workspace: str | None, project: str | Non
         name=_name_of(found),
         mailbox=Mailbox(rows=rows, total=total),
         activity=[_activity_row(entry, readable) for entry in activities],
+        pages=_page_list(found),
     )
 
 
 def _empty_page(name: ProjectName | None) -> ProjectPage:
-    return ProjectPage(name=name, mailbox=Mailbox(rows=[], total=0), activity=[])
+    return ProjectPage(
+        name=name,
+        mailbox=Mailbox(rows=[], total=0),
+        activity=[],
+        pages=PageList(rows=[], capped=False),
+    )
+
+
+def _page_list(project: Project) -> PageList:
+    """The project's pages, pinned first, then by path: one query, no body loaded (one
+    more than shown is fetched, to tell whether the list is capped)."""
+    found = list(pages_of(project).order_by("-pinned", "path")[: PAGES_LIMIT + 1])
+    rows = [
+        PageRow(
+            path=page.path,
+            pinned=page.pinned,
+            updated_at=page.updated_at,
+            chars=page.chars,  # type: ignore[attr-defined]  # annotated by pages_of
+        )
+        for page in found[:PAGES_LIMIT]
+    ]
+    return PageList(rows=rows, capped=len(found) > PAGES_LIMIT)
+
+
+@dataclass(frozen=True)
+class PageView:
+    """One page of a project, read-only. ``page`` is None both when there is no page at
+    the path and when the viewer may not read the project, so the two look the same."""
+
+    name: ProjectName
+    path: str
+    page: Page | None
+
+
+def page_view(principal: Principal, workspace: str, project: str, path: str) -> PageView:
+    """The page at ``path`` in the named project, if ``principal`` may read the project.
+
+    One query: the page, its project among the readable ones. Names and path match
+    exactly (no alias, no normalising), so a path no page may hold simply finds nothing.
+    """
+    found = Page.objects.filter(
+        project__in=readable_projects(principal),
+        project__workspace__name=workspace,
+        project__name=project,
+        path=path,
+    ).first()
+    return PageView(name=ProjectName(workspace=workspace, project=project), path=path, page=found)
 
 
 def _readable_among(principal: Principal, project_ids: Iterable[UUID]) -> set[UUID]:

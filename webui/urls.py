@@ -14,4 +14,9 @@ urlpatterns = [
     path("web/w/", views.project_detail, name="no-project"),
     path("web/w/<str:workspace>/", views.project_detail, name="workspace"),
     path("web/w/<str:workspace>/<str:project>/", views.project_detail, name="project"),
+    path(
+        "web/w/<str:workspace>/<str:project>/pages/<path:path>",
+        views.page_detail,
+        name="page",
+    ),
 ]

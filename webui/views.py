@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET
 
 from aimemory_site.lib.principal import Principal
 from projects.auth import auth_enabled
-from webui.selectors import home_page, project_page
+from webui.selectors import home_page, page_view, project_page
 
 P = ParamSpec("P")
 ViewerView = Callable[Concatenate[HttpRequest, Principal, P], HttpResponse]
@@ -59,3 +59,14 @@ def project_detail(
     project: str | None = None,
 ) -> HttpResponse:
     return render(request, "webui/project.html", {"page": project_page(viewer, workspace, project)})
+
+
+@viewer_page
+def page_detail(
+    request: HttpRequest, viewer: Principal, workspace: str, project: str, path: str
+) -> HttpResponse:
+    """A project's page, its body rendered as Markdown; read-only. No page at the path and
+    a project the viewer may not read give the same 404 page."""
+    view = page_view(viewer, workspace, project, path)
+    status = 200 if view.page is not None else 404
+    return render(request, "webui/page.html", {"view": view}, status=status)

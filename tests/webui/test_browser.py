@@ -277,3 +277,102 @@ def test_admin_and_the_api_docs_work_under_the_content_security_policy(
     expect(page.locator(".opblock").first).to_be_visible()
     assert csp_violations(page) == []
     assert csp_reports(console) == []
+
+
+@pytest.fixture
+def pages(mail: None) -> None:
+    """Pages of default/web-api: one pinned, two not, one with a long table and code line."""
+    from projects.models import Page as ProjectPage  # here: this file grows by appending
+
+    project = make_project(None, "default", "web-api")
+    for path, pinned, body in [
+        ("runbook", True, "# Runbook\n\nRestart with `make serve`."),
+        ("notes/release", False, BROWSER_PAGE),
+        ("notes/api", False, "## API\n\n- cursors\n- errors"),
+    ]:
+        ProjectPage.objects.create(
+            project=project,
+            path=path,
+            body=body,
+            pinned=pinned,
+            updated_by_agent="claude-code",
+            updated_by_user="alice",
+        )
+
+
+BROWSER_PAGE = """# Release plan
+
+Ship the **export** endpoint; see [the API notes](api).
+
+1. Freeze the schema
+2. Tag the release
+
+```sh
+ai-memory message send --to-workspace tools --to-project docs-site "Publish the new error codes and the long flag list"
+```
+
+| step | owner | status |
+|------|-------|--------|
+| freeze | web-api | done |
+| tag | release-bot | pending |
+
+<script>document.title = "pwned"</script>
+[click me](javascript:document.title='pwned')
+"""
+
+
+def test_a_page_is_listed_on_the_project_page_and_renders_as_markdown(
+    pages: None, live_server: LiveServer, browser: Browser
+) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    console = watch_csp(page)
+    page.goto(f"{live_server.url}/web/w/default/web-api/")
+    listed = page.get_by_role("region", name="Pages")
+    expect(listed.locator(".pages__path")).to_have_text(["runbook", "notes/api", "notes/release"])
+    expect(listed.locator(".badge--pinned")).to_have_count(1)
+    # The Mailbox is unchanged by the pages: still 5 of 7.
+    expect(page.get_by_role("region", name="Mailbox").locator("#mailbox-count")).to_have_text(
+        "5 of 7 pending"
+    )
+    assert csp_violations(page) == []
+    listed.scroll_into_view_if_needed()
+    listed.screenshot(path=str(ARTIFACTS / "web-project-pages-light.png"))
+    page.emulate_media(color_scheme="dark")
+    listed.screenshot(path=str(ARTIFACTS / "web-project-pages-dark.png"))
+    page.emulate_media(color_scheme="light")
+    listed.get_by_role("link", name="notes/release").click()
+    expect(page).to_have_url(f"{live_server.url}/web/w/default/web-api/pages/notes/release")
+    expect(page).to_have_title("notes/release · default/web-api · ai-memory")
+    body = page.get_by_role("article", name="Page content")
+    expect(body.get_by_role("heading", name="Release plan")).to_be_visible()
+    expect(body.locator("ol > li")).to_have_count(2)
+    expect(body.locator("table td").first).to_have_text("freeze")
+    # Raw HTML and the javascript: link stay text; neither ran.
+    expect(body).to_contain_text('<script>document.title = "pwned"</script>')
+    expect(body).to_contain_text("[click me](javascript:")
+    expect(body.locator("a")).to_have_count(1)
+    meta = page.locator("#page-meta")
+    for shown in ("Updated just now", "by agent claude-code", "user alice"):
+        expect(meta).to_contain_text(shown)
+    assert page.title() != "pwned"
+    shoot(page, "web-page-light")
+    page.emulate_media(color_scheme="dark")
+    shoot(page, "web-page-dark")
+    # A relative link leads to the sibling page.
+    body.get_by_role("link", name="the API notes").click()
+    expect(page).to_have_url(f"{live_server.url}/web/w/default/web-api/pages/notes/api")
+    expect(page.get_by_role("article", name="Page content").get_by_role("heading")).to_have_text(
+        "API"
+    )
+    assert csp_violations(page) == []
+    assert csp_reports(console) == []
+
+
+def test_a_page_fits_a_phone_screen(pages: None, live_server: LiveServer, browser: Browser) -> None:
+    page = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2)
+    page.goto(f"{live_server.url}/web/w/default/web-api/pages/notes/release")
+    expect(page.get_by_role("heading", name="Release plan")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    shoot(page, "web-page-phone-light")
+    page.emulate_media(color_scheme="dark")
+    shoot(page, "web-page-phone-dark")

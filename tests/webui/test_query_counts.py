@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 import pytest
 from django.test import Client
 
+from projects.models import Page
 from tests.conftest import Persona, make_project
 from tests.webui.conftest import deliver, page
 
@@ -19,9 +20,13 @@ HOME_QUERIES_ANONYMOUS = 3
 # Logged-in user: the session and the user come first.
 HOME_QUERIES_USER = 5
 # Anonymous server: is auth on, the project, five messages with their senders, the
-# pending count, the recent activity with counterparts, and which of those are readable.
-PROJECT_QUERIES_ANONYMOUS = 6
-PROJECT_QUERIES_USER = 8
+# pending count, the recent activity with counterparts, which of those are readable, and
+# the pages (no body).
+PROJECT_QUERIES_ANONYMOUS = 7
+PROJECT_QUERIES_USER = 9
+# A page: is auth on, then the page among the readable projects' pages (one query).
+PAGE_QUERIES_ANONYMOUS = 2
+PAGE_QUERIES_USER = 4
 
 
 def _projects_with_mail(count: int, owner: Persona | None = None) -> None:
@@ -82,3 +87,55 @@ def test_project_page_for_a_logged_in_user(
     with django_assert_num_queries(PROJECT_QUERIES_USER):
         html = page(client, "/web/w/default/inbox/")
     assert html.count('class="message"') == min(count, 5)
+
+
+def _pages_in_inbox(count: int) -> None:
+    """default/inbox (one message waiting) holding ``count`` pages, every third pinned."""
+    _mailbox_with(1)
+    project = make_project(None, "default", "inbox")
+    Page.objects.bulk_create(
+        Page(project=project, path=f"notes/p{n:02}", body="x" * 5000, pinned=n % 3 == 0)
+        for n in range(count)
+    )
+
+
+@pytest.mark.parametrize("count", [0, 50])
+def test_project_page_with_pages_for_an_anonymous_server(
+    client: Client, db: None, django_assert_num_queries: NumQueries, count: int
+) -> None:
+    _pages_in_inbox(count)
+    with django_assert_num_queries(PROJECT_QUERIES_ANONYMOUS):
+        html = page(client, "/web/w/default/inbox/")
+    assert html.count('class="pages__entry"') == count
+
+
+@pytest.mark.parametrize("count", [0, 50])
+def test_project_page_with_pages_for_a_logged_in_user(
+    client: Client, bob: Persona, django_assert_num_queries: NumQueries, count: int
+) -> None:
+    _pages_in_inbox(count)
+    client.force_login(bob.user)
+    with django_assert_num_queries(PROJECT_QUERIES_USER):
+        html = page(client, "/web/w/default/inbox/")
+    assert html.count('class="pages__entry"') == count
+
+
+@pytest.mark.parametrize("path", ["notes/p07", "notes/missing"])
+def test_page_view_for_an_anonymous_server(
+    client: Client, db: None, django_assert_num_queries: NumQueries, path: str
+) -> None:
+    _pages_in_inbox(50)
+    with django_assert_num_queries(PAGE_QUERIES_ANONYMOUS):
+        response = client.get(f"/web/w/default/inbox/pages/{path}")
+    assert response.status_code == (200 if path == "notes/p07" else 404)
+
+
+@pytest.mark.parametrize("path", ["notes/p07", "notes/missing"])
+def test_page_view_for_a_logged_in_user(
+    client: Client, bob: Persona, django_assert_num_queries: NumQueries, path: str
+) -> None:
+    _pages_in_inbox(50)
+    client.force_login(bob.user)
+    with django_assert_num_queries(PAGE_QUERIES_USER):
+        response = client.get(f"/web/w/default/inbox/pages/{path}")
+    assert response.status_code == (200 if path == "notes/p07" else 404)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime, timedelta
 
 from django import template
 from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
+from markdown_it import MarkdownIt
 
 from aimemory_site.lib.ages import age_text
 
@@ -24,3 +27,38 @@ def in_minutes(duration: timedelta) -> str:
     """``duration`` in whole minutes, rounded up so a wait is never understated."""
     minutes = max(1, math.ceil(duration.total_seconds() / 60))
     return f"{minutes} minute" if minutes == 1 else f"{minutes} minutes"
+
+
+# Link and image targets a page may carry: relative ones, and these schemes only.
+_LINK_SCHEMES = frozenset({"http", "https", "mailto"})
+_SCHEME = re.compile(r"([a-z][a-z0-9+.-]*):")
+
+
+class _PageMarkdown(MarkdownIt):
+    """CommonMark (plus tables and strikethrough) with raw HTML off, so every ``<`` of a
+    body is text, and links limited to ``_LINK_SCHEMES``: ``javascript:``, ``data:`` and
+    every other scheme stay literal text rather than becoming a link or an image."""
+
+    def __init__(self) -> None:
+        super().__init__("commonmark", {"html": False})
+        self.enable(["table", "strikethrough"])
+
+    def validateLink(self, url: str) -> bool:  # markdown-it's name
+        scheme = _SCHEME.match(url.strip().lower())
+        return scheme is None or scheme.group(1) in _LINK_SCHEMES
+
+
+_MARKDOWN = _PageMarkdown()
+
+
+@register.filter
+def markdown(body: str) -> SafeString:
+    """``body`` rendered as Markdown. Safe to mark safe: raw HTML is disabled, so the
+    renderer escapes all of the body's text and attributes itself. Headings move one level
+    down (``#`` is an ``h2``): the page's own title is its ``h1``."""
+    tokens = _MARKDOWN.parse(body)
+    for token in tokens:
+        if token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(6, int(token.tag[1:]) + 1)}"
+    rendered: str = _MARKDOWN.renderer.render(tokens, _MARKDOWN.options, {})
+    return mark_safe(rendered)
