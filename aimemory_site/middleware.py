@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.defaults import bad_request
 
+from aimemory_site.errors_views import error_page, is_machine, machine_error
 from aimemory_site.lib.errors import PayloadTooLarge, error_response
 from aimemory_site.lib.request_guard import json_request_refusal, url_text_refusal
+
+logger = logging.getLogger(__name__)
 
 # Machine surfaces whose oversized bodies get a JSON 413 instead of Django's HTML 400.
 JSON_PREFIXES = ("/api/", "/mcp", "/handoff")
@@ -62,9 +66,42 @@ class RequestGuardMiddleware:
         elif not path.startswith("/mcp"):
             refusal = url_text_refusal(request)
             if refusal is not None:
-                return bad_request(request, refusal)
+                return error_page("400.html", 400)
         return self.get_response(request)
 
 
 # The MCP endpoint runs the same checks in its own order and JSON-RPC shape.
 _GUARDED_JSON_PREFIXES = ("/api/", "/handoff")
+
+
+class MachineErrorMiddleware:
+    """Every error of a machine route answers JSON (DESIGN.md section 14).
+
+    Django's own answers (a method check's 405, the CSRF 403, ninja's text 405) are
+    rewritten to ``{"detail", "code"}`` with the same status; a database error raised by
+    a view becomes 503 ``database_unavailable`` (an HTML page of ours on the web pages).
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code >= 400
+            and is_machine(request)
+            and not response.get("Content-Type", "").startswith("application/json")
+        ):
+            rewritten = machine_error(request, response.status_code)
+            if response.has_header("Allow"):
+                rewritten["Allow"] = response["Allow"]
+            return rewritten
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, DatabaseError):
+            return None  # Django's handler500 answers it (ours, by surface)
+        logger.warning("database unavailable on %s: %s", request.path, type(exception).__name__)
+        if is_machine(request):
+            return machine_error(request, 503)
+        return error_page("503.html", 503)

@@ -132,6 +132,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Every error of /api/, /mcp, /handoff and /healthz as JSON, database outages as 503.
+    "aimemory_site.middleware.MachineErrorMiddleware",
     # Before whitenoise, so static files (SVGs included) carry the policy too.
     "webui.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -186,6 +188,10 @@ def _database() -> dict[str, Any]:
         # A file, not Django's in-memory default: live-server tests need every
         # request thread on its own connection to exercise real concurrency.
         db["TEST"] = {"NAME": str(DATA_DIR / "test-ai-memory.sqlite3")}
+    elif db["ENGINE"] == "django.db.backends.postgresql":
+        # A database that does not answer must not hold a request for minutes: a connect
+        # gives up after 3 s and the request answers 503 (MachineErrorMiddleware).
+        db.setdefault("OPTIONS", {}).setdefault("connect_timeout", 3)
     db["CONN_HEALTH_CHECKS"] = True
     return db
 

@@ -18,3 +18,8 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("webui.urls")),
 ]
+
+handler400 = "aimemory_site.errors_views.bad_request"
+handler403 = "aimemory_site.errors_views.permission_denied"
+handler404 = "aimemory_site.errors_views.page_not_found"
+handler500 = "aimemory_site.errors_views.server_error"

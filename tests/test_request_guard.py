@@ -233,5 +233,5 @@ def test_hostile_text_in_a_web_url_gets_our_400_page(client: Client, url: str) -
     assert response.status_code == 400
     assert response["Content-Type"].startswith("text/html")
     page = response.content.decode()
-    assert '<h1 id="bad-request-heading">Bad request</h1>' in page  # ours, not Django's
+    assert '<h1 id="error-heading">Bad request</h1>' in page  # ours, not Django's
     assert "webui/app.css" in page

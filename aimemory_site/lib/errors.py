@@ -24,7 +24,11 @@ class Code(enum.StrEnum):
     PAYLOAD_TOO_LARGE = "payload_too_large"
     INVALID = "invalid"
     VALIDATION_ERROR = "validation_error"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    SERVER_ERROR = "server_error"
+    DATABASE_UNAVAILABLE = "database_unavailable"
     # Requests
+    BAD_HOST = "bad_host"
     ORIGIN_NOT_ALLOWED = "origin_not_allowed"
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     INVALID_TEXT = "invalid_text"

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from django.db import DatabaseError
+
 from aimemory_site.lib.mcp_tool import Tool
 from aimemory_site.lib.principal import Principal
 from aimemory_site.mcp.protocol import (
@@ -175,8 +177,8 @@ def _dispatch(era: Era, request: Request) -> dict[str, Any]:
         raise RpcError(METHOD_NOT_FOUND, f"Method not found: {request.method}")
     try:
         result = handler(request)
-    except RpcError:
-        raise
+    except (RpcError, DatabaseError):
+        raise  # a database outage is the HTTP 503 of MachineErrorMiddleware, not a bug
     except Exception:
         # A bug or an outage, not the caller's fault: log it, and still answer JSON-RPC
         # (an HTML error page is what breaks MCP clients worst).
