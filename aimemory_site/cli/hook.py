@@ -1,16 +1,24 @@
-"""``ai-memory hook session-start``: register an agent's session and print its on-start block.
+"""``ai-memory hook session-start|user-prompt``: register an agent's session and print its
+on-start block.
 
-Harnesses (Claude Code, Codex) run this at every session start and add its stdout to the
-agent's context. It must never stand in the way of that start: whatever fails (no server,
-an error answer, unreadable input), it prints nothing and exits 0.
+Harnesses (Claude Code, Codex) run ``session-start`` at every session start and add its
+stdout to the agent's context. A harness that drops what a SessionStart hook prints (Kimi)
+runs ``user-prompt`` on every prompt instead: it registers the session and prints the block
+on the first prompt of a session only, remembering the sessions it announced in a small
+state directory. Neither may ever stand in the way of the agent: whatever fails (no
+server, an error answer, unreadable input, no state directory), they print nothing and
+exit 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import json
 import os
 import sys
+import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +35,13 @@ SESSIONS_PATH = "/api/v1/sessions"
 HOOK_TIMEOUT_SECONDS = 5.0
 # Where each harness keeps its transcripts, which is how the hook input tells them apart.
 TRANSCRIPT_DIRECTORIES = {"/.claude/": "claude", "/.codex/": "codex"}
+
+STATE_HOME_ENV = "XDG_STATE_HOME"
+# Under the state home: one empty file per session ``user-prompt`` announced.
+ANNOUNCED_DIRECTORY = Path("ai-memory") / "announced-sessions"
+# A session's file is kept while the session is in use (each prompt touches it) and
+# removed once it has been idle this long, so the directory stays small.
+ANNOUNCED_KEEP_SECONDS = 3 * 24 * 60 * 60
 
 
 def read_hook_input(stream: TextIO | None) -> dict[str, Any]:
@@ -60,7 +75,11 @@ def detect_agent(hook_input: Mapping[str, Any], environ: Mapping[str, str]) -> s
 def session_payload(
     hook_input: Mapping[str, Any], environ: Mapping[str, str], agent_override: str | None
 ) -> dict[str, Any]:
-    """The ``POST /api/v1/sessions`` body for this hook input; raises ScopeError."""
+    """The ``POST /api/v1/sessions`` body for this hook input; raises ScopeError.
+
+    It asks for the project brief when the project's ``.ai-memory.toml`` sets
+    ``[briefing] inject_on_session_start = true``.
+    """
     cwd_text = _text_field(hook_input, "cwd")
     cwd = Path(cwd_text) if cwd_text else Path.cwd()
     scope = resolve_scope(cwd, environ)
@@ -76,18 +95,132 @@ def session_payload(
     return payload
 
 
-def run_session_start(args: argparse.Namespace) -> int:
-    hook_input = read_hook_input(sys.stdin)
+def _start_session(
+    client: ApiClient, hook_input: Mapping[str, Any], agent: str | None
+) -> str | None:
+    """Register the session; return the on-start block, or None when that failed."""
     try:
-        payload = session_payload(hook_input, os.environ, args.agent)
-        client = ApiClient.from_environment(timeout_seconds=HOOK_TIMEOUT_SECONDS)
+        payload = session_payload(hook_input, os.environ, agent)
         answer = client.post(SESSIONS_PATH, payload)
     except CliError:
-        return 0
+        return None
     context = answer.get("context")
     if isinstance(context, str) and context.strip():
-        print(context.rstrip("\n"))
+        return context.rstrip("\n")
+    return None
+
+
+def _hook_client() -> ApiClient:
+    return ApiClient.from_environment(timeout_seconds=HOOK_TIMEOUT_SECONDS)
+
+
+def run_session_start(args: argparse.Namespace) -> int:
+    hook_input = read_hook_input(sys.stdin)
+    context = _start_session(_hook_client(), hook_input, args.agent)
+    if context is not None:
+        print(context)
     return 0
+
+
+# ---- user-prompt: the block once per session --------------------------------------------
+
+
+def state_home(environ: Mapping[str, str]) -> Path:
+    """``$XDG_STATE_HOME`` when it is an absolute path (as the XDG spec asks), else
+    ``~/.local/state``; raises RuntimeError when there is no home directory either."""
+    configured = environ.get(STATE_HOME_ENV, "").strip()
+    if configured and Path(configured).is_absolute():
+        return Path(configured)
+    return Path.home() / ".local" / "state"
+
+
+def announced_directory(environ: Mapping[str, str]) -> Path:
+    return state_home(environ) / ANNOUNCED_DIRECTORY
+
+
+def session_key(server_url: str, session_id: str) -> str:
+    """A file name for a session of a server: any id, whatever its characters, fits."""
+    return hashlib.sha256(f"{server_url}\n{session_id}".encode()).hexdigest()[:32]
+
+
+def prune_announced(directory: Path, now: float, keep_seconds: float) -> None:
+    """Remove the files of sessions idle for longer than ``keep_seconds``; best effort."""
+    try:
+        entries = list(directory.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if now - entry.stat().st_mtime > keep_seconds:
+                entry.unlink()
+        except OSError:
+            continue
+
+
+def _claim_announcement(marker: Path) -> bool:
+    """Create the session's file; False when it exists (announced before) or cannot be made.
+
+    An exclusive create, so two prompts of one session that race announce it once. A
+    session whose file already exists has its file touched: it stays while in use.
+    """
+    try:
+        marker.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        with contextlib.suppress(OSError):
+            os.utime(marker)
+        return False
+    except OSError:
+        # Nowhere to remember the session: saying nothing beats repeating the block on
+        # every prompt.
+        return False
+    return True
+
+
+def run_user_prompt(args: argparse.Namespace) -> int:
+    hook_input = read_hook_input(sys.stdin)
+    session_id = _text_field(hook_input, "session_id")
+    if not session_id:
+        return 0  # without an id, no prompt can be told to be the session's first
+    client = _hook_client()
+    try:
+        directory = announced_directory(os.environ)
+    except RuntimeError:
+        return 0
+    marker = directory / session_key(client.base_url, session_id)
+    if not _claim_announcement(marker):
+        return 0
+    prune_announced(directory, time.time(), ANNOUNCED_KEEP_SECONDS)
+    context = _start_session(client, hook_input, args.agent)
+    if context is None:
+        # Not announced after all: the next prompt of the session tries again.
+        with contextlib.suppress(OSError):
+            marker.unlink(missing_ok=True)
+        return 0
+    print(context)
+    return 0
+
+
+# ---- arguments --------------------------------------------------------------------------
+
+_BLOCK_HELP = (
+    "The on-start block is, in this order: the project's next handoff (claimed by this "
+    "session, so the next session does not get it again), the project brief when "
+    ".ai-memory.toml sets [briefing] inject_on_session_start = true, the inbox notice when "
+    "mail waits, and always, last, a line naming the session's project."
+)
+_SILENCE_HELP = (
+    "It never blocks the agent: when the server cannot be reached or answers an error, "
+    "it prints nothing and exits 0."
+)
+
+
+def _add_agent_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--agent",
+        metavar="NAME",
+        help=f"the harness ({', '.join(AGENT_KINDS)}); default: detected from the hook input",
+    )
 
 
 def add_parser(subparsers: SubParsers) -> None:
@@ -95,11 +228,19 @@ def add_parser(subparsers: SubParsers) -> None:
         subparsers,
         "hook",
         summary="lifecycle hooks for agent harnesses",
-        paragraphs=["Commands that agent harnesses run on lifecycle events."],
-        examples=["ai-memory hook session-start < hook-input.json"],
+        paragraphs=[
+            "Commands that agent harnesses run on lifecycle events. Configure one of them "
+            "per harness: session-start where the harness adds a SessionStart hook's output "
+            "to the agent's context (Claude Code, Codex), user-prompt where it does not "
+            "(Kimi). 'ai-memory init' prints the configuration."
+        ],
+        examples=[
+            "ai-memory hook session-start < hook-input.json",
+            "ai-memory hook user-prompt --agent kimi < hook-input.json",
+        ],
     )
     hooks = hook_parser.add_subparsers(
-        dest="hook_command", metavar="{session-start}", required=True
+        dest="hook_command", metavar="{session-start,user-prompt}", required=True
     )
     session_start = add_command(
         hooks,
@@ -109,10 +250,9 @@ def add_parser(subparsers: SubParsers) -> None:
             "Run by the harness when an agent session starts. Reads the hook JSON on stdin "
             "(session_id, cwd, transcript_path), resolves the project from cwd as the message "
             "commands do, registers the session (creating the project if new) and prints the "
-            "on-start block: a pending handoff, the project brief when .ai-memory.toml sets "
-            "[briefing] inject_on_session_start = true, and the inbox notice when mail waits.",
-            "It never blocks a session: when the server cannot be reached or answers an "
-            "error, it prints nothing and exits 0.",
+            "on-start block.",
+            _BLOCK_HELP,
+            _SILENCE_HELP,
         ],
         examples=[
             'echo \'{"session_id": "s1", "cwd": "/src/project-a"}\' | ai-memory hook session-start',
@@ -121,9 +261,38 @@ def add_parser(subparsers: SubParsers) -> None:
             '"command": "ai-memory hook session-start"}]}]}}',
         ],
     )
-    session_start.add_argument(
-        "--agent",
-        metavar="NAME",
-        help=f"the harness ({', '.join(AGENT_KINDS)}); default: detected from the hook input",
-    )
+    _add_agent_flag(session_start)
     session_start.set_defaults(handler=run_session_start, command_parser=session_start)
+
+    user_prompt = add_command(
+        hooks,
+        "user-prompt",
+        summary="on a session's first prompt, register it and print the on-start block",
+        paragraphs=[
+            "For harnesses that drop what a SessionStart hook prints (Kimi): run it as the "
+            "UserPromptSubmit hook. Reads the hook JSON on stdin (session_id, cwd). On the "
+            "first prompt of a session it registers the session exactly as session-start "
+            "does and prints the on-start block; on every later prompt of that session it "
+            "prints nothing. Input without a session_id prints nothing.",
+            _BLOCK_HELP,
+            "It remembers the sessions it announced as one empty file per session (named by "
+            "a hash of the server URL and the session id) in "
+            f"${STATE_HOME_ENV}/{ANNOUNCED_DIRECTORY.as_posix()}/, or "
+            f"~/.local/state/{ANNOUNCED_DIRECTORY.as_posix()}/ when ${STATE_HOME_ENV} is "
+            "not set. Each prompt touches its session's file; files idle for 3 days are "
+            "deleted. Deleting a file makes the next prompt of that session announce it "
+            "again.",
+            _SILENCE_HELP
+            + " A session whose start failed is not remembered, so its next prompt tries "
+            "again.",
+        ],
+        examples=[
+            'echo \'{"session_id": "s1", "cwd": "/src/project-a"}\' | ai-memory hook user-prompt',
+            "in ~/.kimi/config.toml:",
+            "  [[hooks]]",
+            '  event = "UserPromptSubmit"',
+            '  command = "ai-memory hook user-prompt --agent kimi"',
+        ],
+    )
+    _add_agent_flag(user_prompt)
+    user_prompt.set_defaults(handler=run_user_prompt, command_parser=user_prompt)

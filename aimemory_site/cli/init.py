@@ -1,8 +1,10 @@
 """``ai-memory init``: name this repository's project and show how to wire agents to it.
 
 Writes ``.ai-memory.toml`` at the git main worktree root (else the working directory),
-then prints the MCP and SessionStart-hook configuration for Claude Code and Codex. The
-bearer token appears only as the name of its environment variable, never its value.
+then prints the MCP and hook configuration for Claude Code and Codex (SessionStart) and
+Kimi (UserPromptSubmit). The hooks name ``ai-memory`` by its absolute path when it is not
+on PATH, as a harness would not find it either. The bearer token appears only as the name
+of its environment variable, never its value.
 """
 
 from __future__ import annotations
@@ -10,7 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Mapping
+import shlex
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from aimemory_site.cli.client import (
@@ -29,9 +34,13 @@ from aimemory_site.cli.scope import (
 )
 from aimemory_site.lib.names import name_invalid_message, name_is_valid
 
-HOOK_COMMAND = "ai-memory hook session-start"
+EXECUTABLE_NAME = "ai-memory"
+SESSION_START_ARGS = "hook session-start"
+USER_PROMPT_ARGS = "hook user-prompt --agent kimi"
 MCP_SERVER_NAME = "ai-memory"
 SESSION_START_MATCHER = "startup|resume|clear|compact"
+# Seconds Kimi gives the hook; the hook itself waits at most 5 s for the server.
+KIMI_HOOK_TIMEOUT_SECONDS = 10
 
 
 def marker_text(workspace: str, project: str) -> str:
@@ -52,8 +61,38 @@ def _indented(text: str, prefix: str = "  ") -> str:
     return "\n".join(prefix + line if line else line for line in text.splitlines())
 
 
-def agent_setup_text(server_url: str, with_bearer: bool) -> str:
-    """The Claude Code and Codex configuration for this server, ready to paste."""
+def _executable_candidates(argv0: str, python: str) -> list[Path]:
+    """Where this ``ai-memory`` may be: the script that runs (``argv[0]``, when it is
+    one), then the one installed beside the interpreter (a virtualenv's ``bin``)."""
+    candidates = []
+    if argv0 and Path(argv0).name.removesuffix(".exe") == EXECUTABLE_NAME:
+        candidates.append(Path(argv0).resolve())
+    if python:
+        scripts = Path(python).parent
+        candidates += [scripts / EXECUTABLE_NAME, scripts / f"{EXECUTABLE_NAME}.exe"]
+    return candidates
+
+
+def ai_memory_command(
+    path: str | None = None, argv: Sequence[str] | None = None, python: str | None = None
+) -> str:
+    """How a hook should name ``ai-memory``: the bare name when PATH finds it, else the
+    absolute path of this installation's (shell-quoted), else the bare name after all."""
+    if shutil.which(EXECUTABLE_NAME, path=path) is not None:
+        return EXECUTABLE_NAME
+    argv = sys.argv if argv is None else argv
+    python = sys.executable if python is None else python
+    for candidate in _executable_candidates(argv[0] if argv else "", python):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return shlex.quote(str(candidate))
+    return EXECUTABLE_NAME
+
+
+def agent_setup_text(server_url: str, with_bearer: bool, executable: str = EXECUTABLE_NAME) -> str:
+    """The Claude Code, Codex and Kimi configuration for this server, ready to paste.
+
+    ``executable`` is how the hooks name ``ai-memory`` (see ``ai_memory_command``).
+    """
     mcp_url = f"{server_url}/mcp"
     bearer_value = f"Bearer ${{{AUTH_TOKEN_ENV}}}"
     claude_add = f"claude mcp add --transport http {MCP_SERVER_NAME} {mcp_url}"
@@ -66,26 +105,40 @@ def agent_setup_text(server_url: str, with_bearer: bool) -> str:
         token_line = f"Bearer token: read from ${AUTH_TOKEN_ENV} (the token itself is not printed)."
     else:
         token_line = f"No bearer: {AUTH_TOKEN_ENV} is not set (an anonymous server)."
+    session_start = f"{executable} {SESSION_START_ARGS}"
+    user_prompt = f"{executable} {USER_PROMPT_ARGS}"
     mcp_json = {"mcpServers": {MCP_SERVER_NAME: mcp_server}}
-    hook_handler = {"type": "command", "command": HOOK_COMMAND}
+    hook_handler = {"type": "command", "command": session_start}
     claude_settings = {
         "hooks": {"SessionStart": [{"matcher": SESSION_START_MATCHER, "hooks": [hook_handler]}]}
     }
     codex_hooks = (
         "[features]\n"
-        "codex_hooks = true\n"
+        "hooks = true\n"
         "\n"
         "[[hooks.SessionStart]]\n"
         f"matcher = {json.dumps(SESSION_START_MATCHER)}\n"
         "[[hooks.SessionStart.hooks]]\n"
         'type = "command"\n'
-        f"command = {json.dumps(HOOK_COMMAND)}\n"
+        f"command = {json.dumps(session_start)}\n"
+    )
+    kimi_hooks = (
+        "[[hooks]]\n"
+        'event = "UserPromptSubmit"\n'
+        f"command = {json.dumps(user_prompt)}\n"
+        f"timeout = {KIMI_HOOK_TIMEOUT_SECONDS}\n"
     )
     sections = [
         f"Server: {server_url} (MCP endpoint {mcp_url}).",
         token_line,
-        f"The hook and the CLI read {SERVER_URL_ENV} and {AUTH_TOKEN_ENV} from the agent's "
+        f"The hooks and the CLI read {SERVER_URL_ENV} and {AUTH_TOKEN_ENV} from the agent's "
         "environment.",
+    ]
+    if executable != EXECUTABLE_NAME:
+        sections.append(
+            f"{EXECUTABLE_NAME} is not on PATH, so the hooks name it by its path: {executable}"
+        )
+    sections += [
         "",
         "== Claude Code ==",
         "MCP server, once per machine:",
@@ -96,8 +149,16 @@ def agent_setup_text(server_url: str, with_bearer: bool) -> str:
         _indented(json.dumps(claude_settings, indent=2)),
         "",
         "== Codex ==",
-        "MCP server and SessionStart hook, in ~/.codex/config.toml:",
+        "MCP server and SessionStart hook, in ~/.codex/config.toml "
+        "(Codex has you review and trust a new hook before it runs):",
         _indented(codex_mcp + "\n" + codex_hooks),
+        "",
+        "== Kimi ==",
+        "Kimi does not add a SessionStart hook's output to the agent's context, so the "
+        "session is announced on its first prompt instead. UserPromptSubmit hook, in "
+        "~/.kimi/config.toml (Kimi Code: ~/.kimi-code/config.toml):",
+        _indented(kimi_hooks),
+        f"and the MCP server {mcp_url} (HTTP) in Kimi's MCP configuration.",
     ]
     return "\n".join(sections)
 
@@ -128,7 +189,10 @@ def run_init(args: argparse.Namespace) -> int:
     outcome = write_marker(Path.cwd(), os.environ, args.workspace, args.project, args.force)
     print(outcome)
     print()
-    print(agent_setup_text(server_url_from(os.environ), bool(auth_token_from(os.environ))))
+    executable = ai_memory_command(os.environ.get("PATH"))
+    print(
+        agent_setup_text(server_url_from(os.environ), bool(auth_token_from(os.environ)), executable)
+    )
     return 0
 
 
@@ -140,9 +204,12 @@ def add_parser(subparsers: SubParsers) -> None:
         paragraphs=[
             f"Write {MARKER_FILE_NAME} (workspace and project) at the root of the current git "
             "repository's main worktree, or in the working directory outside git; an "
-            "existing one is kept unless --force. Then print the MCP server and SessionStart "
-            f"hook configuration for Claude Code and Codex, for the server at ${SERVER_URL_ENV} "
-            f"(bearer from ${AUTH_TOKEN_ENV} when it is set).",
+            "existing one is kept unless --force. Then print the configuration for the "
+            f"server at ${SERVER_URL_ENV} (bearer from ${AUTH_TOKEN_ENV} when it is set): "
+            "the MCP server and the SessionStart hook (ai-memory hook session-start) for "
+            "Claude Code and Codex, and the UserPromptSubmit hook (ai-memory hook "
+            "user-prompt) for Kimi.",
+            "The hooks name ai-memory by its absolute path when it is not on PATH.",
         ],
         examples=["ai-memory init", "ai-memory init --workspace acme --project billing --force"],
     )

@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from aimemory_site.cli import hook, init, messages, serve
+from aimemory_site.cli import hook, init, knowledge, messages, serve
 from aimemory_site.cli.client import AUTH_TOKEN_ENV, DEFAULT_SERVER_URL, SERVER_URL_ENV
 from aimemory_site.cli.errors import CliError, UsageError
 from aimemory_site.cli.help_text import describe
@@ -30,7 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
             [
                 "Claim-once cross-project inboxes for coding agents: an agent in one "
                 "repository hands a self-contained request to the project of another, which "
-                "pops it exactly once. 'serve' runs the server; the other commands talk to it.",
+                "pops it exactly once. Within a project, sessions leave handoffs for the next "
+                "session and keep knowledge in pages. 'serve' runs the server; the other "
+                "commands talk to it.",
                 f"{SERVER_URL_ENV}: the server the client commands call (default "
                 f"{DEFAULT_SERVER_URL}). {AUTH_TOKEN_ENV}: their bearer token (default none).",
             ],
@@ -39,16 +41,19 @@ def build_parser() -> argparse.ArgumentParser:
                 "ai-memory init",
                 'ai-memory message send --to-workspace default --to-project project-b "..."',
                 "ai-memory message pop",
+                'ai-memory handoff create "Done: X. Next: Y."',
+                "ai-memory page list",
             ],
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(
-        dest="command", metavar="{serve,message,hook,init}", required=True
+        dest="command", metavar="{serve,message,handoff,page,hook,init}", required=True
     )
     serve.add_parser(commands)
     commands.choices["serve"].set_defaults(handler=serve.run)
     messages.add_parser(commands)
+    knowledge.add_parsers(commands)
     hook.add_parser(commands)
     init.add_parser(commands)
     return parser

@@ -7,21 +7,28 @@ The ``format_*`` functions are pure, so their layout is tested without a server.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
 import sys
 import urllib.parse
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from aimemory_site.cli.client import ApiClient, ClientError
+from aimemory_site.cli.common import (
+    add_json_flag,
+    add_scope_flags,
+    answer_count,
+    answer_str,
+    current_scope,
+    malformed,
+    print_json,
+    terminal_safe,
+)
 from aimemory_site.cli.errors import CliError, UsageError
 from aimemory_site.cli.help_text import SubParsers, add_command, scope_help
-from aimemory_site.cli.scope import Scope, resolve_scope
+from aimemory_site.cli.scope import Scope
 from aimemory_site.lib.ages import age_text
 from aimemory_site.lib.limits import (
     LIST_LIMIT_DEFAULT,
@@ -50,20 +57,12 @@ DISPLAYED_MESSAGE_FIELDS = (
 )
 
 Message = Mapping[str, Any]
-# Control characters other than newline and tab: in a body from another project they
-# could drive the reader's terminal (erase lines, retitle, hide text).
-_TERMINAL_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # A body line that starts like a fence line could fake the end of the fence and make the
 # text after it look like it came from us; such lines get a visible backslash in front.
 _FENCE_LIKE_LINE = re.compile(r"^(?=-{4})", re.MULTILINE)
 
 
 # ---- formatting -------------------------------------------------------------------------
-
-
-def terminal_safe(text: str) -> str:
-    """``text`` with terminal control characters shown as U+FFFD; newlines and tabs kept."""
-    return _TERMINAL_CONTROLS.sub("\ufffd", text)
 
 
 def message_age(created_at: str, now: datetime) -> str:
@@ -172,24 +171,6 @@ def format_cancelled(count: int, scope: Scope) -> str:
 # ---- server answers ---------------------------------------------------------------------
 
 
-def _malformed(request: str, key: str) -> ClientError:
-    return ClientError(f"{request}: server answer has no valid {key!r}")
-
-
-def _answer_str(answer: Mapping[str, Any], key: str, request: str) -> str:
-    value = answer.get(key)
-    if not isinstance(value, str):
-        raise _malformed(request, key)
-    return value
-
-
-def _answer_count(answer: Mapping[str, Any], key: str, request: str) -> int:
-    value = answer.get(key)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise _malformed(request, key)
-    return value
-
-
 def _checked_message(value: object, request: str) -> Message:
     if not isinstance(value, dict) or any(
         not isinstance(value.get(field), str) for field in DISPLAYED_MESSAGE_FIELDS
@@ -198,19 +179,7 @@ def _checked_message(value: object, request: str) -> Message:
     return value
 
 
-def _print_json(answer: Mapping[str, Any]) -> None:
-    print(json.dumps(answer, indent=2, ensure_ascii=False))
-
-
 # ---- commands ---------------------------------------------------------------------------
-
-
-def _current_scope(workspace: str | None, project: str | None) -> Scope:
-    scope = resolve_scope(Path.cwd(), os.environ, workspace=workspace, project=project)
-    note = scope.marker_note()
-    if note:
-        print(note, file=sys.stderr)
-    return scope
 
 
 def _body_from_stdin() -> str:
@@ -227,7 +196,7 @@ def run_send(args: argparse.Namespace) -> int:
     body: str = args.body if args.body is not None else _body_from_stdin()
     if not body.strip():
         raise UsageError("the message body is empty")
-    sender = _current_scope(args.from_workspace, args.from_project)
+    sender = current_scope(args.from_workspace, args.from_project)
     payload: dict[str, str] = {
         "to_workspace": args.to_workspace,
         "to_project": args.to_project,
@@ -243,9 +212,9 @@ def run_send(args: argparse.Namespace) -> int:
     payload["idempotency_key"] = f"cli-{uuid.uuid4()}"
     answer = ApiClient.from_environment().post_retrying_once(MESSAGES_PATH, payload)
     request = f"POST {MESSAGES_PATH}"
-    message_id = _answer_str(answer, "message_id", request)
+    message_id = answer_str(answer, "message_id", request)
     if args.json:
-        _print_json(answer)
+        print_json(answer)
     else:
         print(
             format_sent(
@@ -253,41 +222,41 @@ def run_send(args: argparse.Namespace) -> int:
                 sender,
                 args.to_workspace,
                 args.to_project,
-                omitted_chars=_answer_count(answer, "omitted_chars", request),
-                redactions=_answer_count(answer, "redactions", request),
+                omitted_chars=answer_count(answer, "omitted_chars", request),
+                redactions=answer_count(answer, "redactions", request),
             )
         )
     return 0
 
 
 def run_status(args: argparse.Namespace) -> int:
-    scope = _current_scope(args.workspace, args.project)
+    scope = current_scope(args.workspace, args.project)
     path = f"{MESSAGES_PATH}/{urllib.parse.quote(args.id, safe='')}"
     answer = ApiClient.from_environment().get(
         path, {"workspace": scope.workspace, "project": scope.project}
     )
     request = f"GET {path}"
     for field in ("id", "state", "from_workspace", "from_project", "to_workspace", "to_project"):
-        _answer_str(answer, field, request)
+        answer_str(answer, field, request)
     if args.json:
-        _print_json(answer)
+        print_json(answer)
     else:
         print(terminal_safe(format_status(answer)))
     return 0
 
 
 def run_list(args: argparse.Namespace) -> int:
-    scope = _current_scope(args.workspace, args.project)
+    scope = current_scope(args.workspace, args.project)
     box = "outbox" if args.outbox else "inbox"
     query = {"workspace": scope.workspace, "project": scope.project, "box": box}
     answer = ApiClient.from_environment().get(MESSAGES_PATH, {**query, "limit": args.limit})
     request = f"GET {MESSAGES_PATH}"
     listed = answer.get("messages")
     if not isinstance(listed, list):
-        raise _malformed(request, "messages")
+        raise malformed(request, "messages")
     messages = [_checked_message(message, request) for message in listed]
     if args.json:
-        _print_json(answer)
+        print_json(answer)
     else:
         listing = format_message_list(messages, box=box, scope=scope, now=datetime.now(UTC))
         print(terminal_safe(listing))
@@ -295,7 +264,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_pop(args: argparse.Namespace) -> int:
-    scope = _current_scope(args.workspace, args.project)
+    scope = current_scope(args.workspace, args.project)
     payload = {"workspace": scope.workspace, "project": scope.project}
     if args.id is not None:
         payload["message_id"] = args.id
@@ -304,14 +273,14 @@ def run_pop(args: argparse.Namespace) -> int:
     answer = ApiClient.from_environment().post_retrying_once(POP_PATH, payload)
     request = f"POST {POP_PATH}"
     if "message" not in answer:
-        raise _malformed(request, "message")
+        raise malformed(request, "message")
     popped = answer["message"]
     if args.json:
-        _print_json(answer)
+        print_json(answer)
     elif popped is None:
         print(format_nothing_to_pop(scope))
     else:
-        notice = _answer_str(answer, "security_notice", request)
+        notice = answer_str(answer, "security_notice", request)
         print(terminal_safe(format_popped(_checked_message(popped, request), notice)))
     return 0
 
@@ -319,16 +288,16 @@ def run_pop(args: argparse.Namespace) -> int:
 def run_cancel(args: argparse.Namespace) -> int:
     if (args.id is None) == (not args.all):
         raise UsageError(CANCEL_NEEDS_ONE_TARGET)
-    scope = _current_scope(args.workspace, args.project)
+    scope = current_scope(args.workspace, args.project)
     payload: dict[str, str | bool] = {"workspace": scope.workspace, "project": scope.project}
     if args.all:
         payload["all"] = True
     else:
         payload["message_id"] = args.id
     answer = ApiClient.from_environment().post(CANCEL_PATH, payload)
-    count = _answer_count(answer, "cancelled", f"POST {CANCEL_PATH}")
+    count = answer_count(answer, "cancelled", f"POST {CANCEL_PATH}")
     if args.json:
-        _print_json(answer)
+        print_json(answer)
     else:
         print(format_cancelled(count, scope))
     return 0
@@ -344,15 +313,6 @@ def list_limit(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
     return limit_clamp(value)
-
-
-def _add_scope_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workspace", metavar="W", help="the current project's workspace")
-    parser.add_argument("--project", metavar="P", help="the current project")
-
-
-def _add_json_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print the server's JSON answer")
 
 
 def add_parser(subparsers: SubParsers) -> None:
@@ -410,7 +370,7 @@ def add_parser(subparsers: SubParsers) -> None:
     send.add_argument(
         "--in-reply-to", metavar="ID", help="the message this one answers (sent or received here)"
     )
-    _add_json_flag(send)
+    add_json_flag(send)
     send.add_argument("body", nargs="?", metavar="BODY", help="the message (default: stdin)")
     send.set_defaults(handler=run_send, command_parser=send)
 
@@ -429,7 +389,7 @@ def add_parser(subparsers: SubParsers) -> None:
             "ai-memory message list --workspace default --project project-b --limit 200",
         ],
     )
-    _add_scope_flags(listing)
+    add_scope_flags(listing)
     listing.add_argument("--outbox", action="store_true", help="list sent messages instead")
     listing.add_argument(
         "--limit",
@@ -439,7 +399,7 @@ def add_parser(subparsers: SubParsers) -> None:
         help=f"at most N messages, clamped to {LIST_LIMIT_MIN}..{LIST_LIMIT_MAX} "
         f"(default {LIST_LIMIT_DEFAULT})",
     )
-    _add_json_flag(listing)
+    add_json_flag(listing)
     listing.set_defaults(handler=run_list, command_parser=listing)
 
     pop = add_command(
@@ -457,9 +417,9 @@ def add_parser(subparsers: SubParsers) -> None:
         ],
         examples=["ai-memory message pop", "ai-memory message pop --id <message-id>"],
     )
-    _add_scope_flags(pop)
+    add_scope_flags(pop)
     pop.add_argument("--id", metavar="ID", help="pop this message instead of the oldest")
-    _add_json_flag(pop)
+    add_json_flag(pop)
     pop.set_defaults(handler=run_pop, command_parser=pop)
 
     cancel = add_command(
@@ -473,10 +433,10 @@ def add_parser(subparsers: SubParsers) -> None:
         ],
         examples=["ai-memory message cancel --id <message-id>", "ai-memory message cancel --all"],
     )
-    _add_scope_flags(cancel)
+    add_scope_flags(cancel)
     cancel.add_argument("--id", metavar="ID", help="cancel this message")
     cancel.add_argument("--all", action="store_true", help="cancel every pending sent message")
-    _add_json_flag(cancel)
+    add_json_flag(cancel)
     cancel.set_defaults(handler=run_cancel, command_parser=cancel)
 
     status = add_command(
@@ -490,7 +450,7 @@ def add_parser(subparsers: SubParsers) -> None:
         ],
         examples=["ai-memory message status <message-id>"],
     )
-    _add_scope_flags(status)
+    add_scope_flags(status)
     status.add_argument("id", metavar="ID", help="the message id")
-    _add_json_flag(status)
+    add_json_flag(status)
     status.set_defaults(handler=run_status, command_parser=status)

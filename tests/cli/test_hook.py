@@ -13,12 +13,14 @@ from pytest_django.live_server_helper import LiveServer
 
 from aimemory_site.cli.hook import detect_agent, session_payload
 from projects.models import AgentSession, Project
+from projects.onstart import scope_line
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 MakeRepo = Callable[[str], Path]
 
 CLAUDE_TRANSCRIPT = "/home/dev/.claude/projects/-src-project-a/5f1c.jsonl"
 CODEX_TRANSCRIPT = "/home/dev/.codex/sessions/2026/03/01/rollout-5f1c.jsonl"
+SCOPE_A = scope_line(workspace="default", project="project-a") + "\n"
 
 
 def hook_input(session_id: str, cwd: Path, transcript_path: str | None = None) -> str:
@@ -51,7 +53,8 @@ def test_hook_registers_the_project_of_the_hook_cwd(
         "hook", "session-start", cwd=elsewhere, stdin=hook_input("s-1", repo, CLAUDE_TRANSCRIPT)
     )
 
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    # Nothing else to say: the block is only its last line, naming the project.
+    assert (result.returncode, result.stdout, result.stderr) == (0, SCOPE_A, "")
     session = AgentSession.objects.select_related("project__workspace").get(session_id="s-1")
     assert (session.project.workspace.name, session.project.name) == ("default", "project-a")
     assert session.agent == "claude"
@@ -75,19 +78,49 @@ def test_hook_prints_the_inbox_notice_when_mail_waits(cli: RunCli, make_repo: Ma
     assert result.stdout.startswith(
         "📬 ai-memory: 1 cross-project message waiting in the default/project-b inbox."
     )
-    assert result.stdout.endswith("\n")
+    assert result.stdout.endswith(
+        "\n\n" + scope_line(workspace="default", project="project-b") + "\n"
+    )
     assert "Secret-free request body." not in result.stdout
 
 
 @pytest.mark.django_db(transaction=True)
-def test_hook_follows_the_marker_without_saying_so(cli: RunCli, make_repo: MakeRepo) -> None:
+def test_hook_follows_the_marker_without_saying_so_on_stderr(
+    cli: RunCli, make_repo: MakeRepo
+) -> None:
     repo = make_repo("project-a")
     (repo / ".ai-memory.toml").write_text('workspace = "acme"\nproject = "billing"\n')
 
     result = cli("hook", "session-start", cwd=repo, stdin=hook_input("s-1", repo))
 
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    expected = scope_line(workspace="acme", project="billing") + "\n"
+    assert (result.returncode, result.stdout, result.stderr) == (0, expected, "")
     assert Project.objects.filter(workspace__name="acme", name="billing").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("opt_in", [True, False], ids=["opted-in", "not-opted-in"])
+def test_hook_prints_the_brief_when_the_marker_opts_in(
+    cli: RunCli, make_repo: MakeRepo, opt_in: bool
+) -> None:
+    repo = make_repo("project-a")
+    briefing = "true" if opt_in else "false"
+    (repo / ".ai-memory.toml").write_text(
+        f'project = "project-a"\n[briefing]\ninject_on_session_start = {briefing}\n'
+    )
+    assert cli("hook", "session-start", cwd=repo, stdin=hook_input("s-0", repo)).returncode == 0
+    written = cli("page", "write", "_rules/testing", "Run make check first.", cwd=repo)
+    assert written.returncode == 0, written.stderr
+
+    result = cli("hook", "session-start", cwd=repo, stdin=hook_input("s-1", repo))
+
+    assert result.returncode == 0
+    if opt_in:
+        assert result.stdout.startswith("📘 ai-memory brief for default/project-a:\n")
+        assert "## _rules/testing\nRun make check first." in result.stdout
+        assert result.stdout.endswith("\n\n" + SCOPE_A)
+    else:
+        assert result.stdout == SCOPE_A
 
 
 @pytest.mark.django_db(transaction=True)

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
 import subprocess
+import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from aimemory_site.cli.init import ai_memory_command
 from aimemory_site.cli.scope import resolve_scope
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
@@ -16,6 +22,39 @@ MakeRepo = Callable[[str], Path]
 
 SERVER_URL = "http://memory.example:9000"
 SECRET = "aim_not-to-be-printed"
+# Where git lives, and (on a usual system) no ai-memory.
+SYSTEM_PATH = os.pathsep.join(["/usr/bin", "/bin"])
+
+
+def fake_executable(directory: Path, name: str = "ai-memory") -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    executable = directory / name
+    executable.write_text("#!/bin/sh\n")
+    executable.chmod(0o755)
+    return executable
+
+
+@pytest.fixture
+def on_path(tmp_path: Path) -> dict[str, str]:
+    """An environment whose PATH finds an ``ai-memory``."""
+    fake_executable(tmp_path / "bin")
+    return {"PATH": os.pathsep.join([str(tmp_path / "bin"), SYSTEM_PATH])}
+
+
+def block_after(out: str, heading: str, end: str | None = None) -> str:
+    """The indented configuration printed under ``heading`` (up to ``end``), unindented."""
+    block = out.split(heading, 1)[1]
+    if end is not None:
+        block = block.split(end, 1)[0]
+    return "\n".join(line.removeprefix("  ") for line in block.splitlines())
+
+
+def codex_config(out: str) -> dict[str, object]:
+    return tomllib.loads(block_after(out, "trust a new hook before it runs):\n", "== Kimi =="))
+
+
+def kimi_config(out: str) -> dict[str, object]:
+    return tomllib.loads(block_after(out, "~/.kimi-code/config.toml):\n", "and the MCP server"))
 
 
 def test_init_writes_the_marker_at_the_repository_root(
@@ -93,9 +132,10 @@ def test_init_rejects_an_invalid_name_as_an_argument_error(
 
 
 def test_init_prints_claude_and_codex_configuration_with_the_bearer_by_name(
-    make_cli: Callable[[str], RunCli], tmp_path: Path
+    make_cli: Callable[[str], RunCli], tmp_path: Path, on_path: dict[str, str]
 ) -> None:
-    result = make_cli(SERVER_URL)("init", cwd=tmp_path, env={"AI_MEMORY_AUTH_TOKEN": SECRET})
+    env = {"AI_MEMORY_AUTH_TOKEN": SECRET, **on_path}
+    result = make_cli(SERVER_URL)("init", cwd=tmp_path, env=env)
 
     out = result.stdout
     assert result.returncode == 0, result.stderr
@@ -124,16 +164,86 @@ def test_init_without_a_token_configures_no_bearer(
 
 
 @pytest.mark.parametrize("with_token", [True, False])
-def test_printed_codex_configuration_is_valid_toml(
-    make_cli: Callable[[str], RunCli], tmp_path: Path, with_token: bool
+def test_printed_codex_configuration_is_valid_toml_with_the_current_hooks_key(
+    make_cli: Callable[[str], RunCli], tmp_path: Path, on_path: dict[str, str], with_token: bool
 ) -> None:
-    env = {"AI_MEMORY_AUTH_TOKEN": SECRET} if with_token else {}
+    env = {"AI_MEMORY_AUTH_TOKEN": SECRET, **on_path} if with_token else on_path
     out = make_cli(SERVER_URL)("init", cwd=tmp_path, env=env).stdout
 
-    codex_block = out.split("~/.codex/config.toml:\n", 1)[1]
-    config = tomllib.loads("\n".join(line.removeprefix("  ") for line in codex_block.splitlines()))
+    config: dict[str, Any] = codex_config(out)
 
     assert config["mcp_servers"]["ai-memory"]["url"] == f"{SERVER_URL}/mcp"
+    assert config["features"] == {"hooks": True}
+    assert "codex_hooks" not in out
     assert config["hooks"]["SessionStart"][0]["hooks"][0]["command"] == (
         "ai-memory hook session-start"
     )
+
+
+def test_init_prints_the_kimi_user_prompt_hook(
+    make_cli: Callable[[str], RunCli], tmp_path: Path, on_path: dict[str, str]
+) -> None:
+    out = make_cli(SERVER_URL)("init", cwd=tmp_path, env=on_path).stdout
+
+    assert kimi_config(out) == {
+        "hooks": [
+            {
+                "event": "UserPromptSubmit",
+                "command": "ai-memory hook user-prompt --agent kimi",
+                "timeout": 10,
+            }
+        ]
+    }
+    assert "~/.kimi/config.toml" in out
+
+
+def test_init_names_ai_memory_by_its_absolute_path_when_it_is_not_on_path(
+    make_cli: Callable[[str], RunCli], tmp_path: Path
+) -> None:
+    installed = Path(sys.executable).parent / "ai-memory"
+    if not installed.is_file():
+        pytest.skip("no ai-memory script beside this interpreter (package not installed)")
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    path = os.pathsep.join([str(empty), SYSTEM_PATH])
+    if shutil.which("ai-memory", path=path) is not None:
+        pytest.skip("this system has an ai-memory in /usr/bin or /bin")
+
+    result = make_cli(SERVER_URL)("init", cwd=tmp_path, env={"PATH": path})
+
+    out = result.stdout
+    absolute = shlex.quote(str(installed))
+    assert result.returncode == 0, result.stderr
+    assert f"ai-memory is not on PATH, so the hooks name it by its path: {absolute}" in out
+    assert f'"command": "{absolute} hook session-start"' in out
+    codex: dict[str, Any] = codex_config(out)
+    assert codex["hooks"]["SessionStart"][0]["hooks"][0]["command"] == (
+        f"{absolute} hook session-start"
+    )
+    kimi: dict[str, Any] = kimi_config(out)
+    assert kimi["hooks"][0]["command"] == f"{absolute} hook user-prompt --agent kimi"
+
+
+def test_init_names_ai_memory_bare_when_path_finds_it(
+    make_cli: Callable[[str], RunCli], tmp_path: Path, on_path: dict[str, str]
+) -> None:
+    out = make_cli(SERVER_URL)("init", cwd=tmp_path, env=on_path).stdout
+
+    assert "not on PATH" not in out
+    assert '"command": "ai-memory hook session-start"' in out
+
+
+def test_the_running_script_is_preferred_to_the_interpreters_neighbour(tmp_path: Path) -> None:
+    script = fake_executable(tmp_path / "pipx bin")
+    beside_python = fake_executable(tmp_path / "venv" / "bin")
+    python = str(beside_python.parent / "python")
+    empty = str(tmp_path / "nowhere")
+
+    from_argv = ai_memory_command(empty, [str(script), "init"], python)
+    from_python = ai_memory_command(empty, ["/src/aimemory_site/cli/main.py"], python)
+    nothing = ai_memory_command(empty, ["main.py"], str(tmp_path / "python"))
+
+    assert from_argv == shlex.quote(str(script))
+    assert from_argv.startswith("'")  # a path with a space stays one shell word
+    assert from_python == str(beside_python)
+    assert nothing == "ai-memory"

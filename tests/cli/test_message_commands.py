@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from pytest_django.live_server_helper import LiveServer
 
+from aimemory_site.cli.common import terminal_safe
 from aimemory_site.cli.main import build_parser
 from aimemory_site.cli.messages import (
     BODY_FENCE_END,
@@ -27,7 +28,6 @@ from aimemory_site.cli.messages import (
     format_popped,
     format_sent,
     message_age,
-    terminal_safe,
 )
 from aimemory_site.cli.scope import Scope
 
