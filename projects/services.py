@@ -20,6 +20,7 @@ from projects.models import (
     Activity,
     AgentSession,
     ApiToken,
+    Grant,
     Project,
     ServerBoot,
     Workspace,
@@ -216,3 +217,29 @@ def api_token_revoke(*, token: ApiToken) -> None:
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+
+
+def grant_set(*, user: User, project: Project, level: str | None) -> Grant | None:
+    """Give ``user`` ``level`` (read or write) on ``project``, or take it away (None)."""
+    if level is None:
+        Grant.objects.filter(user=user, project=project).delete()
+        return None
+    grant, _ = Grant.objects.update_or_create(user=user, project=project, defaults={"level": level})
+    return grant
+
+
+def project_mode_set(*, project: Project, mode: str) -> None:
+    """Make ``project`` open or restricted (DESIGN.md section 8)."""
+    project.access_mode = mode
+    project.save(update_fields=["access_mode"])
+
+
+def user_create(*, username: str, superuser: bool = False, password: str = "") -> User:
+    """A Django user; without a password one that cannot sign in (tokens still work)."""
+    user = User(username=username, is_superuser=superuser, is_staff=superuser)
+    if password:
+        user.set_password(password)
+    else:
+        user.set_unusable_password()
+    user.save()
+    return user

@@ -1,0 +1,99 @@
+"""``ai-memory manage`` and the commands of DESIGN.md section 8, as an admin runs them."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import CommandError, call_command
+
+from projects.models import Grant, Project
+from tests.conftest import Persona, make_project
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def secret(alice: Persona) -> Project:
+    return make_project(alice, "acme", "secretproj", restricted=True)
+
+
+def test_grant_sets_changes_and_removes_a_grant(secret: Project, bob: Persona) -> None:
+    call_command("grant", "bob", "acme/secretproj", "read", stdout=io.StringIO())
+    assert Grant.objects.get(user=bob.user, project=secret).level == "read"
+
+    call_command("grant", "bob", "acme/secretproj", "write", stdout=io.StringIO())
+    assert Grant.objects.get(user=bob.user, project=secret).level == "write"
+
+    call_command("grant", "bob", "acme/secretproj", "none", stdout=io.StringIO())
+    assert not Grant.objects.filter(user=bob.user).exists()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["nobody", "acme/secretproj", "read"], "no user 'nobody'"),
+        (["bob", "acme/nothere", "read"], "no project 'acme/nothere'"),
+    ],
+)
+def test_grant_refuses_what_does_not_exist(
+    secret: Project, bob: Persona, arguments: list[str], message: str
+) -> None:
+    with pytest.raises(CommandError, match=message):
+        call_command("grant", *arguments)
+    assert not Grant.objects.exists()
+
+
+def test_project_mode_opens_and_restricts(secret: Project) -> None:
+    call_command("project_mode", "acme/secretproj", "open", stdout=io.StringIO())
+    secret.refresh_from_db()
+    assert secret.access_mode == Project.AccessMode.OPEN
+    with pytest.raises(CommandError, match="no project"):
+        call_command("project_mode", "acme/none", "open")
+
+
+def test_create_user_takes_the_password_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AI_MEMORY_USER_PASSWORD", "a long password")
+    call_command("create_user", "erin", "--superuser", stdout=io.StringIO())
+    monkeypatch.delenv("AI_MEMORY_USER_PASSWORD")
+    call_command("create_user", "frank", stdout=io.StringIO())
+
+    erin, frank = User.objects.get(username="erin"), User.objects.get(username="frank")
+    assert erin.is_superuser and erin.check_password("a long password")
+    assert not frank.is_superuser and not frank.has_usable_password()
+    with pytest.raises(CommandError, match="already exists"):
+        call_command("create_user", "erin")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ai_memory_manage_runs_them_with_the_server_settings(tmp_path: Path) -> None:
+    env = {**os.environ, "AI_MEMORY_DATA_DIR": str(tmp_path)}
+    env.pop("DATABASE_URL", None)
+
+    def manage(*arguments: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "aimemory_site.cli.main", "manage", *arguments],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    assert manage("migrate", "--verbosity", "0").returncode == 0
+    created = manage("create_user", "gina")
+    token = manage("issue_token", "gina", "--name", "ci")
+    missing = manage("grant", "gina", "acme/nothere", "read")
+
+    assert created.returncode == 0, created.stderr
+    assert created.stdout.strip() == "created user gina"
+    assert token.returncode == 0 and token.stdout.strip().startswith("aim_")
+    assert missing.returncode == 1
+    assert "no project 'acme/nothere'" in missing.stderr
