@@ -48,6 +48,10 @@ class Message(models.Model):
     body = models.TextField()
     # The message this one answers (DESIGN.md section 13); a plain id, checked at send.
     in_reply_to = models.UUIDField(null=True, blank=True)
+    # The decision convention read once, at send (DESIGN.md section 12): parsing a body
+    # on every list would let a sender slow a reader's listing.
+    decision = models.JSONField(null=True, blank=True)
+    decision_reply = models.JSONField(null=True, blank=True)
     # What the send did to the text, so a replayed send can say it again.
     omitted_chars = models.PositiveIntegerField(default=0)
     redactions = models.PositiveIntegerField(default=0)

@@ -32,6 +32,10 @@ def message_payload(message: Message) -> dict[str, Any]:
         "from_owner_user": message.from_owner_user or None,
         "subject": message.subject or None,
         "in_reply_to": str(message.in_reply_to) if message.in_reply_to else None,
+        # Read from the subject and body at send (DESIGN.md section 12): untrusted text,
+        # like the body.
+        "decision": message.decision,
+        "decision_reply": message.decision_reply,
         "body": message.body,
         "created_at": _rfc3339(message.created_at),
         "claimed_at": _rfc3339(message.claimed_at),

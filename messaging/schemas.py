@@ -36,6 +36,32 @@ class MessageSendOut(Schema):
     )
 
 
+class DecisionOptionOut(Schema):
+    id: str
+    label: str
+    description: str | None
+    recommended: bool
+
+
+class DecisionOut(Schema):
+    """A ``decision:`` question read from the body (DESIGN.md section 12)."""
+
+    question: str
+    requires_root: bool
+    reply_project: str | None = Field(description="workspace/project the answer goes to.")
+    options: list[DecisionOptionOut]
+    details: str | None
+    links: list[str]
+
+
+class DecisionReplyOut(Schema):
+    """A ``decision-reply: <question id>`` answer read from the body."""
+
+    question_id: str
+    option: str
+    comment: str
+
+
 class MessageHeadOut(Schema):
     """A message without its body: what a status shows, and what every listing starts with."""
 
@@ -53,6 +79,12 @@ class MessageHeadOut(Schema):
     from_owner_user: str | None
     subject: str | None
     in_reply_to: str | None
+    decision: DecisionOut | None = Field(
+        description="The question, when the subject starts with decision: and the body parses."
+    )
+    decision_reply: DecisionReplyOut | None = Field(
+        description="The answer, when the subject is decision-reply: <question id>."
+    )
     created_at: str
     claimed_at: str | None
 

@@ -30,6 +30,7 @@ from aimemory_site.lib.sql import (
 )
 from messaging.admission import admission_decide, admission_observe
 from messaging.admission_config import MESSAGE_CANCEL, MESSAGE_POP, MESSAGE_SEND
+from messaging.decisions import decision_parse, decision_reply_parse
 from messaging.limits import (
     BODY_MAX_CHARS,
     MAX_PENDING_PER_INBOX,
@@ -170,6 +171,8 @@ def message_send(
         subject=clean_subject.text,
         body=clean_body.text,
         in_reply_to=in_reply_to,
+        decision=decision_parse(clean_subject.text, clean_body.text),
+        decision_reply=decision_reply_parse(clean_subject.text, clean_body.text),
         omitted_chars=clean_body.omitted,
         redactions=clean_body.redactions + clean_subject.redactions,
         idempotency_key=idempotency_key,

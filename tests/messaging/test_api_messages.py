@@ -38,9 +38,10 @@ def test_send_list_pop_delivers_to_recipient_exactly_once(
     assert set(row) == {
         "id", "state", "to_workspace", "to_project", "to_workspace_id", "to_project_id",
         "from_workspace", "from_project", "from_workspace_id", "from_project_id",
-        "from_agent", "from_owner_user", "subject", "in_reply_to", "body", "created_at",
-        "claimed_at",
+        "from_agent", "from_owner_user", "subject", "in_reply_to", "decision",
+        "decision_reply", "body", "created_at", "claimed_at",
     }  # fmt: skip
+    assert row["decision"] is None and row["decision_reply"] is None
 
     status, popped = api("post", "/api/v1/messages/pop", B)
     assert status == 200
