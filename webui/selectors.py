@@ -11,6 +11,7 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from django.db.models import OuterRef, Subquery
@@ -98,6 +99,9 @@ class MailboxRow:
     snippet: str
     created_at: datetime
     in_reply_to: UUID | None = None  # the message this one answers, when it says
+    # The decision convention's question (DESIGN.md section 12), read at send: untrusted
+    # text from the body, escaped like the snippet.
+    decision: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -254,6 +258,7 @@ def project_page(principal: Principal, workspace: str | None, project: str | Non
             snippet=snippet(message.body),
             created_at=message.created_at,
             in_reply_to=message.in_reply_to,
+            decision=message.decision,
         )
         for message in messages
     ]

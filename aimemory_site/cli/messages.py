@@ -114,6 +114,29 @@ def format_status(message: Message) -> str:
     return "\n".join(lines)
 
 
+def decision_lines(message: Message, indent: str) -> list[str]:
+    """What the decision convention says of a message (DESIGN.md section 12), if anything.
+
+    Read from the body, so it is untrusted text: a pop prints it after the notice.
+    """
+    decision = message.get("decision")
+    if isinstance(decision, dict):
+        options = ", ".join(
+            f"{option.get('id')}{' (recommended)' if option.get('recommended') else ''}"
+            for option in decision.get("options") or []
+            if isinstance(option, dict)
+        )
+        root = "; requires root" if decision.get("requires_root") else ""
+        return [
+            f"{indent}decision: {decision.get('question')}",
+            f"{indent}  options: {options or '(none)'}{root}",
+        ]
+    reply = message.get("decision_reply")
+    if isinstance(reply, dict):
+        return [f"{indent}decision reply to {reply.get('question_id')}: {reply.get('option')}"]
+    return []
+
+
 def format_message_list(
     messages: Sequence[Message], *, box: str, scope: Scope, now: datetime
 ) -> str:
@@ -132,6 +155,7 @@ def format_message_list(
         ]
         if message.get("in_reply_to"):
             lines.append(f"    in reply to: {message['in_reply_to']}")
+        lines += decision_lines(message, "    ")
     return "\n".join(lines)
 
 
@@ -153,6 +177,7 @@ def format_popped(message: Message, security_notice: str) -> str:
         f"  created: {message['created_at']}",
         "",
         security_notice,
+        *decision_lines(message, ""),
         BODY_FENCE_START,
         _FENCE_LIKE_LINE.sub("\\\\", body.removesuffix("\n")),
         BODY_FENCE_END,

@@ -447,3 +447,34 @@ def test_nothing_to_pop_names_the_inbox() -> None:
 )
 def test_cancelled_counts_in_words(count: int, text: str) -> None:
     assert format_cancelled(count, SCOPE_B) == text
+
+
+def test_a_decision_shows_its_question_and_options_in_list_and_pop() -> None:
+    decision = {
+        "question": "Accept the flake?",
+        "requires_root": True,
+        "reply_project": "default/orchestrator",
+        "options": [
+            {"id": "accept", "label": "Accept", "description": None, "recommended": True},
+            {"id": "reject", "label": "Reject", "description": None, "recommended": False},
+        ],
+        "details": None,
+        "links": [],
+    }
+    question = api_message(subject="decision: Accept the flake?", decision=decision)
+
+    listing = format_message_list([question], box="inbox", scope=SCOPE_B, now=NOW)
+    popped = format_popped(question, "NOTICE")
+
+    assert "    decision: Accept the flake?\n" in listing
+    assert listing.endswith("      options: accept (recommended), reject; requires root")
+    notice_at = popped.index("NOTICE")
+    assert popped.index("decision: Accept the flake?", notice_at) > notice_at  # after it
+
+
+def test_a_decision_reply_names_its_question_and_option() -> None:
+    reply = api_message(decision_reply={"question_id": "q-1", "option": "accept", "comment": ""})
+
+    listing = format_message_list([reply], box="inbox", scope=SCOPE_B, now=NOW)
+
+    assert listing.endswith("    decision reply to q-1: accept")

@@ -8,6 +8,7 @@ import pytest
 from django.test import Client
 
 from aimemory_site.lib.principal import Principal
+from messaging.decisions import decision_body_write
 from messaging.models import Message
 from messaging.services import message_pop
 from projects.models import Project
@@ -217,3 +218,30 @@ def test_an_unreadable_project_page_is_identical_to_a_missing_one(
     assert without_csrf_token(unreadable) == without_csrf_token(missing)
     assert "restricted mail" not in unreadable
     assert EMPTY in unreadable
+
+
+def test_a_pending_decision_shows_its_question_options_and_root_mark(
+    client: Client, project_a: Project, project_b: Project
+) -> None:
+    body = decision_body_write(
+        "Merge the release branch?",
+        [
+            {"id": "merge", "label": "Merge now", "recommended": True},
+            {"id": "wait", "label": "Wait for <b>QA</b>"},
+        ],
+        requires_root=True,
+        reply_project="default/project-a",
+    )
+    deliver("default/project-b", "default/project-a", body, subject="decision: Merge the release?")
+
+    page = client.get("/web/w/default/project-b/").content.decode()
+
+    assert (
+        '<p class="decision__question">Merge the release branch? <span class="badge badge--root">requires root</span></p>'
+        in page
+    )
+    assert (
+        '<code>merge</code> Merge now <span class="decision__recommended">(recommended)</span>'
+        in page
+    )
+    assert "Wait for &lt;b&gt;QA&lt;/b&gt;" in page
