@@ -235,3 +235,14 @@ def test_hostile_text_in_a_web_url_gets_our_400_page(client: Client, url: str) -
     page = response.content.decode()
     assert '<h1 id="error-heading">Bad request</h1>' in page  # ours, not Django's
     assert "webui/app.css" in page
+
+
+@pytest.mark.parametrize("text", ["caf\u00e9", "ship it \U0001f680", "a \\u0000 in prose"])
+def test_ordinary_text_and_escapes_of_it_are_not_hostile(client: Client, text: str) -> None:
+    # json.dumps escapes these as \u00e9 and as the surrogate pair \ud83d\ude80.
+    body = json.dumps({**SEND, "body": text})
+
+    response = client.post("/api/v1/messages", body, content_type="application/json")
+
+    assert response.status_code == 201, response.content
+    assert Message.objects.filter(body=text).exists()

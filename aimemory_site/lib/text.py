@@ -15,8 +15,10 @@ from typing import Any
 # NUL, and UTF-16 surrogate code points, which only ever appear unpaired in a Python str.
 _FORBIDDEN = re.compile("[\x00\ud800-\udfff]")
 # JSON can smuggle both as escapes ("\u0000", "\ud800"), besides a raw NUL byte or an
-# encoded surrogate (not UTF-8). A body with no escape at all needs no parse.
-_ESCAPE_HINT = "\\u"
+# encoded surrogate (not UTF-8). Only a body with such an escape needs a second parse:
+# ordinary non-ASCII text ("\u00e9") never does, and a surrogate pair (an emoji) is
+# told apart from a lone surrogate by the parse.
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
 def text_invalid(value: str) -> bool:
@@ -55,7 +57,7 @@ def json_body_invalid(raw: bytes) -> bool:
         except UnicodeDecodeError:
             return False
     else:
-        if _ESCAPE_HINT not in text and "\x00" not in text:
+        if "\x00" not in text and _SUSPECT_ESCAPE.search(text) is None:
             return False
     try:
         decoded = json.loads(text)
