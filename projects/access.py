@@ -61,18 +61,18 @@ def project_not_found(workspace: str, project: str) -> NotFound:
     )
 
 
+def project_level_of(principal: Principal, project: Project) -> Level:
+    """The caller's level on ``project`` (its grant looked up when one could matter)."""
+    return project_level(principal, project, _grant_level(principal, project))
+
+
 def project_check(principal: Principal, project: Project, *, need: Level) -> None:
     """Raise unless ``principal`` holds ``need`` on ``project``.
 
     Without read the error is the same NotFound as for a missing project; with read but
     not write it is Forbidden.
     """
-    _level_check(
-        principal,
-        project,
-        project_level(principal, project, _grant_level(principal, project)),
-        need,
-    )
+    _level_check(principal, project, project_level_of(principal, project), need)
 
 
 def _level_check(principal: Principal, project: Project, level: Level, need: Level) -> None:

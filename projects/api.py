@@ -7,12 +7,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Router
 
 from aimemory_site.lib.api import errors, principal_of
-from aimemory_site.lib.errors import Forbidden
-from projects.access import Level, project_access, project_check
 from projects.briefing import briefing_get
 from projects.handoffs import handoff_create, handoff_list, handoff_row
-from projects.models import AgentSession
-from projects.onstart import onstart_block
+from projects.onstart import onstart_block, onstart_for_hook
 from projects.pages import (
     page_list,
     page_not_found,
@@ -75,27 +72,10 @@ def briefing(request: HttpRequest, workspace: str, project: str) -> HttpResponse
 def handoff(
     request: HttpRequest, workspace: str, project: str, session_id: str = ""
 ) -> HttpResponse:
-    """The on-start block for an existing project; creates nothing.
-
-    Without a ``session_id`` it only reports (no handoff is claimed). With the id of a
-    session the caller registered, and write access, it claims the next handoff for it.
-    """
-    principal = principal_of(request)
-    found = project_access(principal, workspace, project, need=Level.READ)
-    session = None
-    if session_id:
-        session = AgentSession.objects.filter(
-            session_id=session_id, principal_key=principal.key
-        ).first()
-    claim = False
-    if session_id:
-        try:
-            project_check(principal, found, need=Level.WRITE)
-            claim = True
-        except Forbidden:
-            claim = False  # a reader may look, not take the handoff away from the writers
-    block = onstart_block(
-        project=found, session_id=session_id, session=session, claim_handoff=claim
+    """The on-start block for an existing project; creates nothing, and claims the next
+    handoff only for a session the caller registered, with write access."""
+    block = onstart_for_hook(
+        principal=principal_of(request), workspace=workspace, project=project, session_id=session_id
     )
     return JsonResponse(block)
 

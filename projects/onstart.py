@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from aimemory_site.lib.principal import Principal
 from messaging.notices import inbox_notice
 from messaging.selectors import message_pending_count
+from projects.access import Level, project_access, project_level_of
 from projects.brief import brief_compile
 from projects.handoffs import handoff_claim, handoff_payload, handoff_text
 from projects.models import AgentSession, Project
@@ -56,3 +58,22 @@ def onstart_block(
         "brief": brief,
         "pending_message_count": count,
     }
+
+
+def onstart_for_hook(
+    *, principal: Principal, workspace: str, project: str, session_id: str
+) -> dict[str, Any]:
+    """The block ``GET /handoff`` answers for an existing project; creates nothing.
+
+    Needs read. Without a ``session_id`` it only reports: no handoff is claimed. With the
+    id of a session the caller registered and write access, it claims the next handoff
+    for that session; a reader may look, never take the handoff away from the writers.
+    """
+    found = project_access(principal, workspace, project, need=Level.READ)
+    claim = bool(session_id) and project_level_of(principal, found) >= Level.WRITE
+    session = None
+    if claim:
+        session = AgentSession.objects.filter(
+            session_id=session_id, principal_key=principal.key
+        ).first()
+    return onstart_block(project=found, session_id=session_id, session=session, claim_handoff=claim)

@@ -13,8 +13,8 @@ import pytest
 from django.utils import timezone
 from pytest_django.live_server_helper import LiveServer
 
-from projects.models import Handoff, Project
-from tests.conftest import A, ApiCall, make_project
+from projects.models import Grant, Handoff, Project
+from tests.conftest import A, ApiCall, Persona, make_project
 from tests.mcp_raw import RawMcp
 
 pytestmark = pytest.mark.django_db
@@ -170,4 +170,20 @@ def test_one_of_eight_racing_session_starts_gets_the_handoff(live_server: LiveSe
     delivered = [handoff for handoff in handoffs if handoff is not None]
     assert len(delivered) == 1
     assert delivered[0]["body"] == NOTE
+    assert Handoff.objects.get().state == Handoff.State.CLAIMED
+
+
+def test_the_hook_route_claims_for_a_writers_session_only(
+    api: ApiCall, alice: Persona, bob: Persona
+) -> None:
+    secret = make_project(alice, "acme", "notes", restricted=True)
+    Grant.objects.create(user=bob.user, project=secret, level=Grant.Level.READ)
+    scope = {"workspace": "acme", "project": "notes"}
+    assert api("post", "/api/v1/handoffs", {**scope, "body": NOTE}, token=alice.token)[0] == 201
+
+    read_only = api("get", "/handoff", {**scope, "session_id": "bobs"}, token=bob.token)[1]
+    claimed = api("get", "/handoff", {**scope, "session_id": "alices"}, token=alice.token)[1]
+
+    assert read_only["handoff"] is None  # a reader may look, not take it
+    assert claimed["handoff"]["body"] == NOTE
     assert Handoff.objects.get().state == Handoff.State.CLAIMED
