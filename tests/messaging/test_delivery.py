@@ -312,3 +312,14 @@ def test_old_keys_and_request_ids_are_purged_by_the_command(api: ApiCall) -> Non
     assert Message.objects.get(pk=old).idempotency_key is None
     assert Message.objects.get(pk=fresh).idempotency_key == "fresh"
     assert list(PopRequest.objects.values_list("request_id", flat=True)) == ["fresh-pop"]
+
+
+def test_a_repeated_pop_over_mcp_answers_the_same(mcp: RawMcp, api: ApiCall) -> None:
+    _send(api)
+    _send(api)
+
+    once = mcp.call_tool("memory_message_pop", {**B, "request_id": "mcp-r"})["structuredContent"]
+    again = mcp.call_tool("memory_message_pop", {**B, "request_id": "mcp-r"})["structuredContent"]
+
+    assert once == again
+    assert Message.objects.filter(state=Message.State.PENDING).count() == 1

@@ -138,3 +138,10 @@ def test_an_inferred_briefing_says_so(api: ApiCall, project_a: Project) -> None:
 
     assert answer["scope"]["resolved_by"] == "shared_slot"
     assert "resolved by shared_slot" in answer["hint"]
+
+
+def test_the_scope_line_is_the_contracts_text() -> None:
+    assert scope_line(workspace="acme", project="api") == (
+        'ai-memory: this session\'s project is acme/api. Pass workspace "acme" and project '
+        '"api" (from_workspace and from_project when sending) to the memory_* tools.'
+    )
