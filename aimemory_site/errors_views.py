@@ -18,7 +18,9 @@ from django.template import loader
 
 from aimemory_site.lib.errors import AppError, Code, error_body
 
-MACHINE_PREFIXES = ("/api/", "/mcp", "/handoff", "/healthz", "/.well-known/")
+# The JSON API and the hook route; with MCP, health and discovery, every machine route.
+API_PREFIXES = ("/api/", "/handoff")
+MACHINE_PREFIXES = (*API_PREFIXES, "/mcp", "/healthz", "/.well-known/")
 
 _TEXTS = {
     400: (Code.BAD_REQUEST, "bad request"),

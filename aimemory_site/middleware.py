@@ -10,14 +10,11 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from aimemory_site.errors_views import error_page, is_machine, machine_error
+from aimemory_site.errors_views import API_PREFIXES, error_page, is_machine, machine_error
 from aimemory_site.lib.errors import PayloadTooLarge, error_response
 from aimemory_site.lib.request_guard import json_request_refusal, url_text_refusal
 
 logger = logging.getLogger(__name__)
-
-# Machine surfaces whose oversized bodies get a JSON 413 instead of Django's HTML 400.
-JSON_PREFIXES = ("/api/", "/mcp", "/handoff")
 
 
 class RequestSizeLimitMiddleware:
@@ -27,7 +24,8 @@ class RequestSizeLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith(JSON_PREFIXES) and request.method in ("POST", "PUT", "PATCH"):
+        # Machine routes get a JSON 413; the web's forms keep Django's own limit.
+        if is_machine(request) and request.method in ("POST", "PUT", "PATCH"):
             limit: int = settings.AI_MEMORY_MAX_REQUEST_BYTES
             try:
                 declared = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -59,7 +57,7 @@ class RequestGuardMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         path = request.path
-        if path.startswith(_GUARDED_JSON_PREFIXES):
+        if path.startswith(API_PREFIXES):
             refusal = json_request_refusal(request)
             if refusal is not None:
                 return error_response(refusal)
@@ -68,10 +66,6 @@ class RequestGuardMiddleware:
             if refusal is not None:
                 return error_page("400.html", 400)
         return self.get_response(request)
-
-
-# The MCP endpoint runs the same checks in its own order and JSON-RPC shape.
-_GUARDED_JSON_PREFIXES = ("/api/", "/handoff")
 
 
 class MachineErrorMiddleware:
