@@ -108,7 +108,7 @@ def handoffs_list(request: HttpRequest, workspace: str, project: str) -> HttpRes
 )
 def pages_write(request: HttpRequest, payload: PageWriteIn) -> HttpResponse:
     """Write a project page: 201 when new, 200 when its body was replaced (needs write)."""
-    page, created = page_write(
+    path, created = page_write(
         principal=principal_of(request),
         workspace=payload.workspace,
         project=payload.project,
@@ -116,7 +116,7 @@ def pages_write(request: HttpRequest, payload: PageWriteIn) -> HttpResponse:
         body=payload.body,
         pinned=payload.pinned,
     )
-    return JsonResponse({"path": page.path, "created": created}, status=201 if created else 200)
+    return JsonResponse({"path": path, "created": created}, status=201 if created else 200)
 
 
 @router.get("/pages", response={200: PageListOut, **errors(404)}, tags=["pages"])

@@ -35,7 +35,7 @@ def handoff(call: ToolCall) -> dict[str, Any]:
 def write_page(call: ToolCall) -> dict[str, Any]:
     scope = scope_of_call(call)
     scope_require_named(scope, "write_page")
-    page, created = page_write(
+    path, created = page_write(
         principal=call.principal,
         workspace=scope.workspace,
         project=scope.project,
@@ -44,7 +44,7 @@ def write_page(call: ToolCall) -> dict[str, Any]:
         pinned=call.boolean("pinned"),
         session=scope.session,
     )
-    return {"path": page.path, "created": created}
+    return {"path": path, "created": created}
 
 
 def read_page(call: ToolCall) -> dict[str, Any]:

@@ -53,8 +53,8 @@ def page_write(
     body: str,
     pinned: bool = False,
     session: AgentSession | None = None,
-) -> tuple[Page, bool]:
-    """Write the page at ``path`` (replacing its body if it exists); return it and
+) -> tuple[str, bool]:
+    """Write the page at ``path`` (replacing its body if it exists); return its path and
     whether it is new. Needs write. The body is scrubbed and capped at 16,000 chars;
     Recent Activity records the write, never the body."""
     target = project_access(principal, workspace, project, need=Level.WRITE)
@@ -87,8 +87,7 @@ def page_write(
             actor=f"{principal.display_name} ({agent})",
             summary=f"page {path} {'created' if created else 'updated'}",
         )
-    page = Page.objects.get(project=target, path=path)
-    return page, created
+    return path, created
 
 
 def page_read(*, principal: Principal, workspace: str, project: str, path: str) -> Page | None:
