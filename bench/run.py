@@ -18,6 +18,7 @@ import os
 import platform
 import resource
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -185,8 +186,6 @@ class Server:
 
 
 def _free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
