@@ -109,6 +109,11 @@ AI_MEMORY_CONFIG = env_str("AI_MEMORY_CONFIG")
 AI_MEMORY_ADMISSION_WEBHOOKS_JSON = env_str("AI_MEMORY_ADMISSION_WEBHOOKS_JSON")
 # How long a handoff waits for the next session of its project (DESIGN.md section 10).
 AI_MEMORY_HANDOFF_TTL_DAYS = env_int("AI_MEMORY_HANDOFF_TTL_DAYS", 7)
+# On an anonymous server the decision answer page is read-only unless this is set
+# (DESIGN.md section 12); a requires_root question is never answerable anonymously.
+AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS = env_bool("AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS")
+# "N/minute" per token (per address when anonymous); unset = off (DESIGN.md section 14).
+AI_MEMORY_RATE_LIMIT = env_str("AI_MEMORY_RATE_LIMIT")
 
 # Bodies over 1 MiB are refused with 413 before any parsing (see middleware).
 AI_MEMORY_MAX_REQUEST_BYTES = 1024 * 1024

@@ -27,6 +27,7 @@ class Code(enum.StrEnum):
     METHOD_NOT_ALLOWED = "method_not_allowed"
     SERVER_ERROR = "server_error"
     DATABASE_UNAVAILABLE = "database_unavailable"
+    RATE_LIMITED = "rate_limited"
     # Requests
     BAD_HOST = "bad_host"
     ORIGIN_NOT_ALLOWED = "origin_not_allowed"
