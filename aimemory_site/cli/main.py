@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from aimemory_site.cli import hook, init, knowledge, manage, messages, serve
+from aimemory_site.cli import decision, hook, init, knowledge, manage, messages, serve
 from aimemory_site.cli.client import AUTH_TOKEN_ENV, DEFAULT_SERVER_URL, SERVER_URL_ENV
 from aimemory_site.cli.errors import CliError, UsageError
 from aimemory_site.cli.help_text import describe
@@ -48,12 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(
-        dest="command", metavar="{serve,manage,message,handoff,page,hook,init}", required=True
+        dest="command",
+        metavar="{serve,manage,message,decision,handoff,page,hook,init}",
+        required=True,
     )
     serve.add_parser(commands)
     commands.choices["serve"].set_defaults(handler=serve.run)
     manage.add_parser(commands)
     messages.add_parser(commands)
+    decision.add_parser(commands)
     knowledge.add_parsers(commands)
     hook.add_parser(commands)
     init.add_parser(commands)

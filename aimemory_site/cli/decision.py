@@ -1,0 +1,419 @@
+"""``ai-memory decision ask|answer|wait``: operator decisions over the mailbox (DESIGN.md
+section 12).
+
+A question is an ordinary message whose subject and body follow the decision convention;
+the answer is an ordinary send back to the asker, and ``wait`` polls the asker's inbox for
+it. The text is written by ``messaging.decisions``, the one writer every surface shares: it
+imports no Django, so this client module may use it (the import-linter contract allows
+exactly that import). It loads YAML, about 15% of the CLI's start-up, and ``main`` imports
+this module for every command, the session-start hook's included: so only the decision
+commands import it, when they run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from time import monotonic, sleep
+from typing import Any
+
+from aimemory_site.cli.client import ApiClient, ClientError
+from aimemory_site.cli.common import (
+    add_json_flag,
+    add_scope_flags,
+    answer_count,
+    answer_str,
+    current_scope,
+    malformed,
+    print_json,
+    terminal_safe,
+)
+from aimemory_site.cli.errors import CliError, UsageError
+from aimemory_site.cli.help_text import SubParsers, add_command, scope_help
+from aimemory_site.cli.messages import CANCEL_PATH, MESSAGES_PATH, POP_PATH
+from aimemory_site.cli.scope import Scope
+from aimemory_site.lib.limits import LIST_LIMIT_MAX, MESSAGE_BODY_MAX_CHARS
+
+WAIT_TIMEOUT_DEFAULT_SECONDS = 600.0
+# The poll backoff: the first pause, doubled after every empty poll up to the longest.
+POLL_FIRST_PAUSE_SECONDS = 1.0
+POLL_LONGEST_PAUSE_SECONDS = 30.0
+
+Message = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class OptionArg:
+    """One ``--option ID:LABEL[:DESCRIPTION]``."""
+
+    id: str
+    label: str
+    description: str | None
+
+
+# ---- pure parts ---------------------------------------------------------------------------
+
+
+def option_arg(text: str) -> OptionArg:
+    """``ID:LABEL[:DESCRIPTION]``; the description may hold colons of its own."""
+    option_id, colon, rest = text.partition(":")
+    label, _, description = rest.partition(":")
+    if not colon or not option_id.strip() or not label.strip():
+        raise argparse.ArgumentTypeError(f"expected ID:LABEL[:DESCRIPTION], got {text!r}")
+    return OptionArg(option_id.strip(), label.strip(), description.strip() or None)
+
+
+def timeout_arg(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
+    if not seconds >= 0 or seconds == float("inf"):  # also refuses NaN
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return seconds
+
+
+def canonical_id(text: str) -> str | None:
+    """A message id as the server writes it (lower-case UUID), or ``None`` for no UUID."""
+    try:
+        return str(uuid.UUID(text.strip()))
+    except ValueError:
+        return None
+
+
+def question_options(options: Sequence[OptionArg], recommended: str | None) -> list[dict[str, Any]]:
+    """The options the writer takes; raises UsageError for a set no one could answer."""
+    if not options:
+        raise UsageError("a decision needs at least one --option ID:LABEL[:DESCRIPTION]")
+    ids = [option.id for option in options]
+    duplicates = sorted({option_id for option_id in ids if ids.count(option_id) > 1})
+    if duplicates:
+        raise UsageError(f"duplicate option id: {', '.join(duplicates)}")
+    if recommended is not None and recommended.strip() not in ids:
+        raise UsageError(f"--recommended {recommended!r} names none of the options")
+    return [
+        {
+            "id": option.id,
+            "label": option.label,
+            "description": option.description,
+            "recommended": recommended is not None and option.id == recommended.strip(),
+        }
+        for option in options
+    ]
+
+
+def oldest_reply(messages: Sequence[Message], question_id: str) -> Message | None:
+    """The oldest listed answer to ``question_id``: its exact subject, and a body that
+    parses as a reply (one that does not is left as ordinary mail). ``messages`` is a
+    listing, so it is oldest first."""
+    from messaging.decisions import decision_reply_subject
+
+    subject = decision_reply_subject(question_id)
+    for message in messages:
+        reply = message.get("decision_reply")
+        if (
+            message.get("subject") == subject
+            and isinstance(reply, dict)
+            and reply.get("question_id") == question_id
+            and isinstance(reply.get("option"), str)
+        ):
+            return message
+    return None
+
+
+def next_pause(pause: float, remaining: float) -> float:
+    """How long to sleep before the next poll: ``pause``, but never past the deadline."""
+    return max(0.0, min(pause, remaining))
+
+
+# ---- server calls -------------------------------------------------------------------------
+
+
+def _inbox(client: ApiClient, scope: Scope) -> list[Message]:
+    """The oldest pending messages of ``scope``'s inbox, as many as a listing holds."""
+    query = {"workspace": scope.workspace, "project": scope.project, "box": "inbox"}
+    answer = client.get(MESSAGES_PATH, {**query, "limit": LIST_LIMIT_MAX})
+    listed = answer.get("messages")
+    if not isinstance(listed, list) or not all(isinstance(m, dict) for m in listed):
+        raise malformed(f"GET {MESSAGES_PATH}", "messages")
+    return listed
+
+
+def _send(client: ApiClient, payload: dict[str, str]) -> dict[str, Any]:
+    # A key of this invocation: the one retry can then never send twice.
+    payload["idempotency_key"] = f"cli-{uuid.uuid4()}"
+    answer = client.post_retrying_once(MESSAGES_PATH, payload)
+    answer_str(answer, "message_id", f"POST {MESSAGES_PATH}")
+    return answer
+
+
+# ---- commands -----------------------------------------------------------------------------
+
+
+def run_ask(args: argparse.Namespace) -> int:
+    from messaging.decisions import decision_body_write, decision_parse, decision_subject
+
+    question: str = args.question.strip()
+    if not question:
+        raise UsageError("the question is empty")
+    options = question_options(args.option, args.recommended)
+    asker = current_scope(args.from_workspace, args.from_project)
+    body = decision_body_write(
+        question,
+        options,
+        requires_root=args.requires_root,
+        reply_project=asker.label,
+        details=args.details,
+        links=args.link,
+    )
+    if len(body) > MESSAGE_BODY_MAX_CHARS:
+        # The server would cut it, and a cut question no longer parses.
+        raise UsageError(
+            f"the question is {len(body):,} chars as a message body; "
+            f"at most {MESSAGE_BODY_MAX_CHARS:,} fit"
+        )
+    subject = decision_subject(question)
+    written = decision_parse(subject, body)
+    if written is None or [o["id"] for o in written["options"]] != [o["id"] for o in options]:
+        raise UsageError("these options cannot be written as a decision the answerer can read")
+    answer = _send(
+        ApiClient.from_environment(),
+        {
+            "to_workspace": args.to_workspace,
+            "to_project": args.to_project,
+            "from_workspace": asker.workspace,
+            "from_project": asker.project,
+            "subject": subject,
+            "body": body,
+        },
+    )
+    if args.json:
+        print_json(answer)
+    else:
+        print(answer["message_id"])
+    return 0
+
+
+def run_answer(args: argparse.Namespace) -> int:
+    from messaging.decisions import decision_reply_subject, decision_reply_write
+
+    mailbox = current_scope(args.workspace, args.project)
+    client = ApiClient.from_environment()
+    question_id = canonical_id(args.id)
+    listed = _inbox(client, mailbox) if question_id is not None else []
+    question = next((m for m in listed if m.get("id") == question_id), None)
+    if question_id is None or question is None:
+        # Also a question behind the 200 oldest pending messages: a listing has no offset.
+        raise CliError(f"no pending decision {args.id} in {mailbox.label}'s inbox")
+    decision = question.get("decision")
+    if not isinstance(decision, dict):
+        raise CliError(f"message {question_id} in {mailbox.label} is not a decision question")
+    offered = [o.get("id") for o in decision.get("options") or [] if isinstance(o, dict)]
+    option: str = args.option.strip()
+    if option not in offered:
+        choices = ", ".join(str(o) for o in offered) or "none"
+        raise CliError(f"decision {question_id} offers no option {option!r} (it offers: {choices})")
+    reply_project = decision.get("reply_project")
+    workspace, _, project = str(reply_project or "").partition("/")
+    if not workspace or not project:
+        raise CliError(f"decision {question_id} names no reply_project to send the answer to")
+    answer = _send(
+        client,
+        {
+            "to_workspace": workspace,
+            "to_project": project,
+            "from_workspace": mailbox.workspace,
+            "from_project": mailbox.project,
+            "subject": decision_reply_subject(question_id),
+            "body": decision_reply_write(question_id, option, args.comment or ""),
+            "in_reply_to": question_id,
+        },
+    )
+    print(answer["message_id"])
+    return 0
+
+
+def _claim(client: ApiClient, asker: Scope, reply_id: str) -> Message | None:
+    """Pop the named reply; ``None`` when another reader claimed it first."""
+    payload = {"workspace": asker.workspace, "project": asker.project, "message_id": reply_id}
+    # An id of this invocation: the one retry answers what the first pop claimed.
+    payload["request_id"] = f"cli-{uuid.uuid4()}"
+    answer = client.post_retrying_once(POP_PATH, payload)
+    if "message" not in answer:
+        raise malformed(f"POST {POP_PATH}", "message")
+    popped = answer["message"]
+    if popped is None:
+        return None
+    if not isinstance(popped, dict) or not isinstance(popped.get("decision_reply"), dict):
+        raise malformed(f"POST {POP_PATH}", "message")
+    return popped
+
+
+def _cancel_question(client: ApiClient, asker: Scope, question_id: str) -> None:
+    """Withdraw the question, now answered; one already claimed or cancelled stays so."""
+    payload = {"workspace": asker.workspace, "project": asker.project, "message_id": question_id}
+    try:
+        # Cancelling one id twice changes nothing, so a retry is safe.
+        answer = client.post_retrying_once(CANCEL_PATH, payload)
+        answer_count(answer, "cancelled", f"POST {CANCEL_PATH}")
+    except ClientError as exc:
+        # The reply is claimed already: failing now would lose the answer, so say it and
+        # go on; the question stays listed until someone cancels it.
+        print(f"ai-memory: answered, but the question stays pending: {exc}", file=sys.stderr)
+
+
+def run_wait(args: argparse.Namespace) -> int:
+    question_id = canonical_id(args.id)
+    if question_id is None:
+        raise CliError(f"{args.id!r} is not a message id, so no reply can name it")
+    asker = current_scope(args.workspace, args.project)
+    client = ApiClient.from_environment()
+    deadline = monotonic() + args.timeout
+    pause = POLL_FIRST_PAUSE_SECONDS
+    while True:
+        reply = oldest_reply(_inbox(client, asker), question_id)
+        # None also when another reader of this inbox claimed the reply first.
+        popped = _claim(client, asker, reply["id"]) if reply is not None else None
+        if popped is not None:
+            _cancel_question(client, asker, question_id)
+            print(terminal_safe(str(popped["decision_reply"].get("option"))))
+            return 0
+        remaining = deadline - monotonic()
+        if remaining <= 0:
+            raise CliError(
+                f"no answer to decision {question_id} in {asker.label}'s inbox "
+                f"within {args.timeout:g} s"
+            )
+        sleep(next_pause(pause, remaining))
+        pause = min(pause * 2, POLL_LONGEST_PAUSE_SECONDS)
+
+
+# ---- arguments ----------------------------------------------------------------------------
+
+
+def add_parser(subparsers: SubParsers) -> None:
+    decision_parser = add_command(
+        subparsers,
+        "decision",
+        summary="ask an operator a question, answer it, or wait for the answer",
+        paragraphs=[
+            "Operator decisions over the mailbox: an agent that must stop for a person asks "
+            "a question with options in a mailbox project the operator reads; the operator "
+            "answers with one option, sent back to the asking project; the asker waits for "
+            "that answer. Questions and answers are ordinary messages in the decision "
+            "convention ('decision: ...' and 'decision-reply: <id>').",
+            scope_help(),
+        ],
+        examples=[
+            "ai-memory decision ask --to-workspace default --to-project operator \\",
+            '    --question "Accept the known-flake exception?" \\',
+            '    --option "accept:Accept the exception" --option "reject:Send it back"',
+            "ai-memory decision answer <question-id> --option accept --project operator",
+            "ai-memory decision wait <question-id> --timeout 600",
+        ],
+    )
+    commands = decision_parser.add_subparsers(
+        dest="decision_command", metavar="{ask,answer,wait}", required=True
+    )
+
+    ask = add_command(
+        commands,
+        "ask",
+        summary="send a question with options to a mailbox project",
+        paragraphs=[
+            "Send a decision question to the mailbox project where the operator reads mail, "
+            "from the current project, which is where the answer comes back. Prints the "
+            "question id alone: 'decision wait' takes it. Write the question and the "
+            "options as a complete prompt: the operator sees nothing else.",
+            "Each --option is ID:LABEL[:DESCRIPTION]; the ID is what the answer names, "
+            "and what 'decision wait' prints.",
+            scope_help("--from-workspace/--from-project"),
+        ],
+        examples=[
+            "ai-memory decision ask --to-workspace default --to-project operator \\",
+            '    --question "Merge the release branch?" --requires-root \\',
+            '    --option "merge:Merge it:CI is green" --option "hold:Hold it" \\',
+            "    --recommended merge --link https://example.test/pull/12",
+        ],
+    )
+    ask.add_argument("--to-workspace", required=True, metavar="W", help="mailbox workspace")
+    ask.add_argument("--to-project", required=True, metavar="P", help="mailbox project")
+    ask.add_argument("--question", required=True, metavar="Q", help="the question")
+    ask.add_argument(
+        "--option",
+        type=option_arg,
+        action="append",
+        default=[],
+        metavar="ID:LABEL[:DESCRIPTION]",
+        help="one choice (repeat for each; at least one)",
+    )
+    ask.add_argument("--recommended", metavar="ID", help="the option you recommend")
+    ask.add_argument(
+        "--requires-root", action="store_true", help="mark a risky decision (merge, deploy)"
+    )
+    ask.add_argument("--details", metavar="TEXT", help="context the operator needs")
+    ask.add_argument(
+        "--link", action="append", default=[], metavar="URL", help="a link (repeatable)"
+    )
+    ask.add_argument(
+        "--from-workspace", metavar="W", help="asking workspace (default: the current one)"
+    )
+    ask.add_argument(
+        "--from-project", metavar="P", help="asking project (default: the current project)"
+    )
+    add_json_flag(ask)
+    ask.set_defaults(handler=run_ask, command_parser=ask)
+
+    answer = add_command(
+        commands,
+        "answer",
+        summary="answer a pending question with one of its options",
+        paragraphs=[
+            "Answer a pending decision question in the current project's inbox (the "
+            "mailbox): sends 'decision-reply: ID' with the chosen option to the project "
+            "that asked, from the mailbox project, and prints the reply's id. Refuses an "
+            "option the question does not offer. The question stays pending: the asker "
+            "withdraws it when it takes the answer.",
+            scope_help(),
+        ],
+        examples=[
+            "ai-memory message list --project operator",
+            "ai-memory decision answer <question-id> --option accept --project operator \\",
+            '    --comment "The flake is written down."',
+        ],
+    )
+    answer.add_argument("id", metavar="ID", help="the question's message id")
+    answer.add_argument("--option", required=True, metavar="ID", help="the chosen option id")
+    answer.add_argument("--comment", metavar="TEXT", help="free text for the asker")
+    add_scope_flags(answer)
+    answer.set_defaults(handler=run_answer, command_parser=answer)
+
+    wait = add_command(
+        commands,
+        "wait",
+        summary="wait for the answer to a question and print the chosen option",
+        paragraphs=[
+            "Poll the current project's inbox (the asker's) for the oldest pending "
+            "'decision-reply: ID', pausing 1 s, then twice as long each time up to 30 s. "
+            "Pops that reply, cancels the question and prints the chosen option id alone. "
+            "Exits 1 when no answer came within --timeout. Later answers stay in the "
+            "inbox as ordinary mail.",
+            scope_help(),
+        ],
+        examples=[
+            'option=$(ai-memory decision wait "$question_id" --timeout 1800) || exit 1',
+        ],
+    )
+    wait.add_argument("id", metavar="ID", help="the question's message id (from 'decision ask')")
+    wait.add_argument(
+        "--timeout",
+        type=timeout_arg,
+        default=WAIT_TIMEOUT_DEFAULT_SECONDS,
+        metavar="S",
+        help=f"give up after S seconds (default {WAIT_TIMEOUT_DEFAULT_SECONDS:g})",
+    )
+    add_scope_flags(wait)
+    wait.set_defaults(handler=run_wait, command_parser=wait)

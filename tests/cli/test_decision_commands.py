@@ -1,0 +1,437 @@
+"""``ai-memory decision ask|answer|wait``: operator decisions over the mailbox (DESIGN.md
+section 12), run as the real CLI against a live server.
+
+project-a asks, project-b is the mailbox the operator reads: each command runs in that
+project's repository, so the scope is resolved the way an agent's is.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytest_django.live_server_helper import LiveServer
+
+from aimemory_site.cli import decision
+from aimemory_site.cli.decision import next_pause, oldest_reply, option_arg
+from aimemory_site.cli.main import main
+from aimemory_site.lib.principal import Principal
+from messaging.models import Message
+from projects.services import project_get_or_create
+
+RunCli = Callable[..., subprocess.CompletedProcess[str]]
+MakeRepo = Callable[[str], Path]
+
+ASK_QUESTION = [
+    "decision", "ask", "--to-workspace", "default", "--to-project", "project-b",
+    "--question", "Accept the known-flake exception on the export test?",
+]  # fmt: skip
+OPTIONS = [
+    "--option", "accept:Accept the exception:Land it with the flake written down.",
+    "--option", "reject:Send it back",
+]  # fmt: skip
+ASK_B = [*ASK_QUESTION, *OPTIONS]
+UNKNOWN_ID = "0190b1d8-0000-7000-8000-000000000000"
+SCOPE_A = ["--workspace", "default", "--project", "project-a"]
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def reply_row(message_id: str, question_id: str, option: str | None) -> dict[str, Any]:
+    """A listed reply as the API shows it; ``option=None`` for a body that did not parse."""
+    parsed = None if option is None else {"question_id": question_id, "option": option}
+    return {
+        "id": message_id,
+        "subject": f"decision-reply: {question_id}",
+        "decision_reply": parsed,
+    }
+
+
+# ---- arguments, without a server --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("arguments", "reason"),
+    [
+        ([], "at least one --option"),
+        ([*OPTIONS, "--option", "accept:Again"], "duplicate option id: accept"),
+        ([*OPTIONS, "--recommended", "maybe"], "--recommended 'maybe' names none of the options"),
+        (["--option", "no-label"], "argument --option: expected ID:LABEL[:DESCRIPTION]"),
+        (["--option", ":label only"], "argument --option: expected ID:LABEL[:DESCRIPTION]"),
+        (["--option", "id:"], "argument --option: expected ID:LABEL[:DESCRIPTION]"),
+    ],
+    ids=["no option", "duplicate id", "unknown recommended", "no label", "no id", "empty label"],
+)
+def test_ask_with_options_no_one_could_answer_is_an_argument_error(
+    offline_cli: RunCli, arguments: list[str], reason: str
+) -> None:
+    result = offline_cli(*ASK_QUESTION, *arguments)
+
+    # Exit 2 before any request: the offline server would have made a send exit 1.
+    assert result.returncode == 2
+    assert reason in result.stderr
+    assert "cannot reach" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_an_empty_question_is_an_argument_error(offline_cli: RunCli) -> None:
+    result = offline_cli(*ASK_QUESTION[:6], "--question", "  ", *OPTIONS)
+
+    assert result.returncode == 2
+    assert "the question is empty" in result.stderr
+
+
+def test_a_negative_timeout_is_an_argument_error(offline_cli: RunCli) -> None:
+    result = offline_cli("decision", "wait", UNKNOWN_ID, "--timeout", "-1")
+
+    assert result.returncode == 2
+    assert "argument --timeout" in result.stderr
+
+
+def test_decision_help_lists_its_three_commands(offline_cli: RunCli) -> None:
+    overview = offline_cli("decision", "--help")
+    top = offline_cli("--help")
+
+    assert overview.returncode == 0
+    assert "{ask,answer,wait}" in overview.stdout
+    for command in ("ask", "answer", "wait"):
+        assert f"ai-memory decision {command}" in overview.stdout
+        page = offline_cli("decision", command, "--help")
+        assert page.returncode == 0
+        assert "examples:" in page.stdout
+    assert "decision" in top.stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [*ASK_B],
+        ["decision", "answer", UNKNOWN_ID, "--option", "accept"],
+        ["decision", "wait", UNKNOWN_ID],
+    ],
+    ids=["ask", "answer", "wait"],
+)
+def test_unreachable_server_is_exit_1_with_one_line(
+    offline_cli: RunCli, unreachable_url: str, command: list[str]
+) -> None:
+    result = offline_cli(*command)
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"ai-memory: cannot reach ai-memory server at {unreachable_url}: Connection refused\n"
+    )
+
+
+def test_importing_the_decision_commands_loads_no_django_and_no_yaml() -> None:
+    probe = (
+        "import sys, aimemory_site.cli.decision; "
+        "assert not {'django', 'yaml', 'messaging'} & set(sys.modules), sorted(sys.modules)"
+    )
+
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+
+    assert result.returncode == 0, result.stderr
+
+
+# ---- pure parts -------------------------------------------------------------------------
+
+
+def test_an_option_description_may_hold_colons() -> None:
+    option = option_arg("merge: Merge it : CI is green: 12:00 build")
+
+    assert (option.id, option.label, option.description) == (
+        "merge",
+        "Merge it",
+        "CI is green: 12:00 build",
+    )
+    assert option_arg("hold:Hold it").description is None
+
+
+@pytest.mark.parametrize(
+    ("pause", "remaining", "slept"), [(1.0, 5.0, 1.0), (8.0, 2.5, 2.5), (30.0, -0.1, 0.0)]
+)
+def test_a_pause_never_runs_past_the_deadline(pause: float, remaining: float, slept: float) -> None:
+    assert next_pause(pause, remaining) == slept
+
+
+def test_the_oldest_reply_that_parses_is_the_answer() -> None:
+    question_id = str(uuid.uuid4())
+    rows = [
+        {"id": "mail", "subject": "unrelated", "decision_reply": None},
+        reply_row("other", str(uuid.uuid4()), "accept"),
+        reply_row("broken", question_id, None),
+        reply_row("first", question_id, "reject"),
+        reply_row("second", question_id, "accept"),
+    ]
+
+    found = oldest_reply(rows, question_id)
+
+    assert found is not None and found["id"] == "first"
+    assert oldest_reply(rows[:3], question_id) is None
+
+
+# ---- against the real server ------------------------------------------------------------
+
+
+@pytest.fixture
+def cli(make_cli: Callable[[str], RunCli], live_server: LiveServer) -> RunCli:
+    return make_cli(live_server.url)
+
+
+@pytest.fixture
+def repos(make_repo: MakeRepo, transactional_db: None) -> tuple[Path, Path]:
+    """The repositories of project-a (the asker) and project-b (the mailbox), both
+    registered on the server."""
+    for name in ("project-a", "project-b"):
+        project_get_or_create(principal=Principal.anonymous(), workspace="default", project=name)
+    return make_repo("project-a"), make_repo("project-b")
+
+
+class FakeClock:
+    """Stands in for the pauses of ``wait`` only: every poll goes to the real server."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.pauses: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        self.now += seconds
+
+
+def in_process_cli(monkeypatch: pytest.MonkeyPatch, live_server: LiveServer) -> None:
+    """``main()`` in this process talks to the live server, as the subprocess would."""
+    monkeypatch.setenv("AI_MEMORY_SERVER_URL", live_server.url)
+    monkeypatch.delenv("AI_MEMORY_AUTH_TOKEN", raising=False)
+
+
+def pending_ids() -> set[str]:
+    return {str(pk) for pk in Message.objects.pending().values_list("id", flat=True)}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_question_round_trips_between_two_projects(cli: RunCli, repos: tuple[Path, Path]) -> None:
+    repo_a, repo_b = repos
+    asked = ok(
+        cli(
+            *ASK_B, "--recommended", "accept", "--requires-root",
+            "--details", "Failed once in forty CI runs.",
+            "--link", "https://example.test/pull/12",
+            cwd=repo_a,
+        )
+    )  # fmt: skip
+    question_id = asked.strip()
+    listed = json.loads(ok(cli("message", "list", "--json", cwd=repo_b)))["messages"]
+
+    reply_id = ok(
+        cli("decision", "answer", question_id, "--option", "accept", "--comment",
+            "Accepting it.\nThe flake is written down.", cwd=repo_b)
+    ).strip()  # fmt: skip
+    reply = Message.objects.select_related("to_project", "from_project").get(id=reply_id)
+    waited = cli("decision", "wait", question_id, "--timeout", "30", cwd=repo_a)
+
+    assert asked == f"{uuid.UUID(question_id)}\n"
+    assert [row["id"] for row in listed] == [question_id]
+    assert listed[0]["subject"] == (
+        "decision: Accept the known-flake exception on the export test?"
+    )
+    assert listed[0]["decision"] == {
+        "question": "Accept the known-flake exception on the export test?",
+        "requires_root": True,
+        "reply_project": "default/project-a",
+        "options": [
+            {
+                "id": "accept",
+                "label": "Accept the exception",
+                "description": "Land it with the flake written down.",
+                "recommended": True,
+            },
+            {"id": "reject", "label": "Send it back", "description": None, "recommended": False},
+        ],
+        "details": "Failed once in forty CI runs.",
+        "links": ["https://example.test/pull/12"],
+    }
+    assert (reply.from_project.name, reply.to_project.name) == ("project-b", "project-a")
+    assert str(reply.in_reply_to) == question_id
+    assert reply.subject == f"decision-reply: {question_id}"
+    assert reply.decision_reply == {
+        "question_id": question_id,
+        "option": "accept",
+        "comment": "Accepting it.\nThe flake is written down.",
+    }
+    assert waited.returncode == 0, waited.stderr
+    assert waited.stdout == "accept\n"
+    assert pending_ids() == set()
+    assert Message.objects.get(id=question_id).state == Message.State.CANCELLED
+    assert Message.objects.get(id=reply_id).state == Message.State.CLAIMED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_answer_refuses_an_option_the_question_does_not_offer(
+    cli: RunCli, repos: tuple[Path, Path]
+) -> None:
+    repo_a, repo_b = repos
+    question_id = ok(cli(*ASK_B, cwd=repo_a)).strip()
+
+    refused = cli("decision", "answer", question_id, "--option", "maybe", cwd=repo_b)
+
+    assert refused.returncode == 1
+    assert refused.stdout == ""
+    assert refused.stderr == (
+        f"ai-memory: decision {question_id} offers no option 'maybe' (it offers: accept, reject)\n"
+    )
+    assert pending_ids() == {question_id}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_answer_refuses_what_is_not_a_pending_decision_in_the_mailbox(
+    cli: RunCli, repos: tuple[Path, Path]
+) -> None:
+    repo_a, repo_b = repos
+    question_id = ok(cli(*ASK_B, cwd=repo_a)).strip()
+    to_b = ["message", "send", "--to-workspace", "default", "--to-project", "project-b"]
+    ordinary_id = ok(cli(*to_b, "--subject", "export", "Add /v1/export", cwd=repo_a)).split()[2]
+    sent = pending_ids()
+
+    unknown = cli("decision", "answer", UNKNOWN_ID, "--option", "accept", cwd=repo_b)
+    ordinary = cli("decision", "answer", ordinary_id, "--option", "accept", cwd=repo_b)
+    # The question is in project-b's inbox, not in project-a's.
+    elsewhere = cli("decision", "answer", question_id, "--option", "accept", cwd=repo_a)
+    malformed = cli("decision", "answer", "not-an-id", "--option", "accept", cwd=repo_b)
+
+    assert (unknown.returncode, ordinary.returncode) == (1, 1)
+    assert (elsewhere.returncode, malformed.returncode) == (1, 1)
+    assert (
+        unknown.stderr
+        == f"ai-memory: no pending decision {UNKNOWN_ID} in default/project-b's inbox\n"
+    )
+    assert ordinary.stderr == (
+        f"ai-memory: message {ordinary_id} in default/project-b is not a decision question\n"
+    )
+    assert elsewhere.stderr == (
+        f"ai-memory: no pending decision {question_id} in default/project-a's inbox\n"
+    )
+    assert "no pending decision not-an-id" in malformed.stderr
+    assert pending_ids() == sent
+
+
+@pytest.mark.django_db(transaction=True)
+def test_wait_takes_the_oldest_reply_and_leaves_later_ones_pending(
+    cli: RunCli, repos: tuple[Path, Path]
+) -> None:
+    repo_a, repo_b = repos
+    question_id = ok(cli(*ASK_B, cwd=repo_a)).strip()
+    answer = ["decision", "answer", question_id, "--option"]
+    first_id = ok(cli(*answer, "reject", cwd=repo_b)).strip()
+    second_id = ok(cli(*answer, "accept", cwd=repo_b)).strip()
+
+    waited = cli("decision", "wait", question_id, "--timeout", "30", cwd=repo_a)
+
+    assert waited.returncode == 0, waited.stderr
+    assert waited.stdout == "reject\n"
+    assert Message.objects.get(id=first_id).state == Message.State.CLAIMED
+    assert pending_ids() == {second_id}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_wait_times_out_without_overshooting_the_deadline(
+    cli: RunCli, repos: tuple[Path, Path]
+) -> None:
+    repo_a, _ = repos
+    question_id = ok(cli(*ASK_B, cwd=repo_a)).strip()
+
+    started = time.monotonic()
+    waited = cli("decision", "wait", question_id, "--timeout", "1.2", cwd=repo_a)
+    elapsed = time.monotonic() - started
+
+    assert waited.returncode == 1
+    assert waited.stdout == ""
+    assert waited.stderr == (
+        f"ai-memory: no answer to decision {question_id} in default/project-a's inbox "
+        "within 1.2 s\n"
+    )
+    # Pauses of 1 s, then the 2 s one cut to the deadline: 1.2 s, plus the process's
+    # start-up and three polls (about 0.3 s here). Uncut, the pauses would end at 3 s.
+    assert 1.2 <= elapsed < 2.8
+    assert pending_ids() == {question_id}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_wait_doubles_its_pause_up_to_30_s_and_cuts_the_last_to_the_deadline(
+    cli: RunCli,
+    repos: tuple[Path, Path],
+    live_server: LiveServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo_a, _ = repos
+    question_id = ok(cli(*ASK_B, cwd=repo_a)).strip()
+    clock = FakeClock()
+    monkeypatch.setattr(decision, "monotonic", clock.monotonic)
+    monkeypatch.setattr(decision, "sleep", clock.sleep)
+    in_process_cli(monkeypatch, live_server)
+
+    code = main(["decision", "wait", question_id, *SCOPE_A, "--timeout", "100"])
+
+    assert code == 1
+    assert "no answer to decision" in capsys.readouterr().err
+    assert clock.pauses == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 9.0]
+    assert pending_ids() == {question_id}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_wait_backs_off_between_empty_polls_and_takes_an_answer_sent_meanwhile(
+    cli: RunCli,
+    repos: tuple[Path, Path],
+    live_server: LiveServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo_a, repo_b = repos
+    question_id = ok(cli(*ASK_B, cwd=repo_a)).strip()
+    pauses: list[float] = []
+
+    def pause_then_answer_on_the_second(seconds: float) -> None:
+        # Stands in for the pause only; every poll goes to the real server.
+        pauses.append(seconds)
+        if len(pauses) == 2:
+            ok(cli("decision", "answer", question_id, "--option", "accept", cwd=repo_b))
+
+    monkeypatch.setattr(decision, "sleep", pause_then_answer_on_the_second)
+    in_process_cli(monkeypatch, live_server)
+
+    code = main(["decision", "wait", question_id, *SCOPE_A])
+
+    assert code == 0
+    assert capsys.readouterr().out == "accept\n"
+    assert pauses == [1.0, 2.0]
+    assert pending_ids() == set()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ask_json_prints_the_send_answer(cli: RunCli, repos: tuple[Path, Path]) -> None:
+    repo_a, _ = repos
+
+    answer = json.loads(ok(cli(*ASK_B, "--json", cwd=repo_a)))
+
+    assert answer == {
+        "message_id": answer["message_id"],
+        "omitted_chars": 0,
+        "redactions": 0,
+        "idempotent_replay": False,
+    }
+    assert pending_ids() == {answer["message_id"]}
