@@ -6,6 +6,7 @@ once: access, scrubbing and caps, the inbox bound, the claim and the audit trail
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -23,7 +24,9 @@ from aimemory_site.lib.scrubbing import CleanText, scrubber_configured, text_cle
 from aimemory_site.lib.sql import (
     claim_oldest_sql,
     db_value,
+    insert_columns,
     insert_parts,
+    model_from_row,
     placeholders,
     typed_placeholders,
     uuid_of,
@@ -221,8 +224,11 @@ def _send_commit(
     session: AgentSession | None,
 ) -> None:
     recipient = message.to_project
+    # Built before the transaction: on SQLite every writer waits for the one before it
+    # to commit, so nothing but the statements themselves belongs inside.
+    statements = _send_statements(message, activities)
     with transaction.atomic(durable=True):
-        if not _insert_within_bound(message, activities):
+        if not _insert_within_bound(statements):
             raise Conflict(
                 f"the inbox of {recipient} is full: {MAX_PENDING_PER_INBOX} messages are "
                 "pending. Retry after its agents pop some, or cancel messages you sent there.",
@@ -256,57 +262,82 @@ def _reply_check(sender: Project, in_reply_to: uuid.UUID) -> None:
         )
 
 
-def _insert_within_bound(message: Message, activities: list[Activity]) -> bool:
-    """Insert ``message`` and its activity rows unless the inbox is full; say which.
+_Statement = tuple[str, list[Any]]
 
-    Must run inside the send's transaction. The count and the insert are one guarded
-    ``INSERT ... SELECT ... WHERE (pending count) < bound``, which the ORM cannot say.
-    Concurrent senders to one inbox must not both pass the count: on SQLite the
-    IMMEDIATE transaction already holds the database's single write lock; on
-    PostgreSQL a row lock on the recipient serialises them, taken first so that the
-    insert's snapshot sees every message committed before it.
+
+def _send_statements(message: Message, activities: list[Activity]) -> list[_Statement]:
+    """The statements of a send, in order; the first decides whether it inserted.
+
+    The count and the insert are one guarded ``INSERT ... SELECT ... WHERE (pending
+    count) < bound``, which the ORM cannot say. Concurrent senders to one inbox must not
+    both pass the count: on SQLite the IMMEDIATE transaction already holds the database's
+    single write lock, and the activity rows follow in a second statement; on PostgreSQL
+    a row lock on the recipient serialises them, taken first so that the insert's
+    snapshot sees every message committed before it, and one statement does the guarded
+    insert and the activity rows only if it inserted.
     """
-    table, columns, [values] = insert_parts([message])
-    count_sql = f"SELECT COUNT(*) FROM {table} WHERE to_project_id = %s AND state = %s"
+    [values] = insert_parts([message])[2]
+    activity_values = insert_parts(activities)[2]
     count_params = [
         db_value(Message, "to_project", message.to_project_id),
         Message.State.PENDING,
         MAX_PENDING_PER_INBOX,
     ]
-    activity_table, activity_columns, activity_values = insert_parts(activities)
+    activity_params = [value for row in activity_values for value in row]
+    sql = _send_sql(connection.vendor, len(activities))
+    if connection.vendor != "postgresql":
+        return [(sql[0], [*values, *count_params]), (sql[1], activity_params)]
+    return [
+        (sql[0], [message.to_project_id]),
+        (sql[1], [*values, *count_params, *activity_params]),
+    ]
+
+
+@functools.cache
+def _send_sql(vendor: str, activity_count: int) -> tuple[str, str]:
+    """The two statements of ``_send_statements`` on ``vendor``, built once."""
+    table, columns = insert_columns(Message)
+    activity_table, activity_columns = insert_columns(Activity)
+    count_sql = f"SELECT COUNT(*) FROM {table} WHERE to_project_id = %s AND state = %s"
+    field_count = len(Message._meta.concrete_fields)
+    activity_field_count = len(Activity._meta.concrete_fields)
+    if vendor != "postgresql":
+        rows = ", ".join(f"({placeholders(activity_field_count)})" for _ in range(activity_count))
+        return (
+            f"INSERT INTO {table} ({columns}) SELECT {placeholders(field_count)} "
+            f"WHERE ({count_sql}) < %s",
+            f"INSERT INTO {activity_table} ({activity_columns}) VALUES {rows}",
+        )
+    typed_activity = typed_placeholders(Activity)
+    activity_inserts = ", ".join(
+        f"a{n} AS (INSERT INTO {activity_table} ({activity_columns}) "
+        f"SELECT {typed_activity} FROM m)"
+        for n in range(activity_count)
+    )
+    return (
+        f"SELECT 1 FROM {Project._meta.db_table} WHERE id = %s FOR NO KEY UPDATE",
+        f"WITH m AS (INSERT INTO {table} ({columns}) SELECT {typed_placeholders(Message)} "
+        f"WHERE ({count_sql}) < %s RETURNING 1), {activity_inserts} "
+        "SELECT COUNT(*) FROM m",
+    )
+
+
+def _insert_within_bound(statements: list[_Statement]) -> bool:
+    """Run a send's statements unless the inbox is full; say whether it inserted.
+
+    Must run inside the send's transaction.
+    """
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
-            cursor.execute(
-                f"INSERT INTO {table} ({columns}) SELECT {placeholders(len(values))} "
-                f"WHERE ({count_sql}) < %s",
-                [*values, *count_params],
-            )
+            (insert, insert_params), (activities, activity_params) = statements
+            cursor.execute(insert, insert_params)
             if cursor.rowcount != 1:
                 return False
-            rows = ", ".join(f"({placeholders(len(row))})" for row in activity_values)
-            cursor.execute(
-                f"INSERT INTO {activity_table} ({activity_columns}) VALUES {rows}",
-                [value for row in activity_values for value in row],
-            )
+            cursor.execute(activities, activity_params)
             return True
-        cursor.execute(
-            f"SELECT 1 FROM {Project._meta.db_table} WHERE id = %s FOR NO KEY UPDATE",
-            [message.to_project_id],
-        )
-        # One statement: the guarded insert, and the activity rows only if it inserted.
-        typed = typed_placeholders(Message)
-        typed_activity = typed_placeholders(Activity)
-        activity_inserts = ", ".join(
-            f"a{n} AS (INSERT INTO {activity_table} ({activity_columns}) "
-            f"SELECT {typed_activity} FROM m)"
-            for n in range(len(activity_values))
-        )
-        cursor.execute(
-            f"WITH m AS (INSERT INTO {table} ({columns}) SELECT {typed} "
-            f"WHERE ({count_sql}) < %s RETURNING 1), {activity_inserts} "
-            "SELECT COUNT(*) FROM m",
-            [*values, *count_params, *(value for row in activity_values for value in row)],
-        )
+        (lock, lock_params), (insert, insert_params) = statements
+        cursor.execute(lock, lock_params)
+        cursor.execute(insert, insert_params)
         inserted: int = cursor.fetchone()[0]
         return inserted == 1
 
@@ -451,27 +482,6 @@ def _claim(
     comes back with its sender's names, so nothing is read again. None when nothing was
     claimed.
     """
-    table = Message._meta.db_table
-    sender = (
-        f"(SELECT {{column}} FROM {Project._meta.db_table} p "
-        f"JOIN {Workspace._meta.db_table} w ON w.id = p.workspace_id "
-        f"WHERE p.id = {table}.from_project_id)"
-    )
-    sql = claim_oldest_sql(
-        Message,
-        assignments=[
-            "state",
-            "claimed_at",
-            "claimed_by_session_id",
-            "claimed_by_agent",
-            "claimed_by_user",
-        ],
-        candidates="to_project_id = %s AND state = %s"
-        + (" AND id = %s" if message_id is not None else ""),
-        returning_extra=f", {sender.format(column='p.name')} AS sender_name, "
-        f"{sender.format(column='w.id')} AS sender_workspace_id, "
-        f"{sender.format(column='w.name')} AS sender_workspace_name",
-    )
     params: list[Any] = [
         Message.State.CLAIMED,
         db_value(Message, "claimed_at", timezone.now()),
@@ -484,15 +494,15 @@ def _claim(
     if message_id is not None:
         params.append(db_value(Message, "id", message_id))
     params.append(Message.State.PENDING)
-    rows = list(Message.objects.raw(sql, params))
-    if not rows:
+    with connection.cursor() as cursor:
+        cursor.execute(_claim_sql(connection.vendor, named=message_id is not None), params)
+        row = cursor.fetchone()
+    if row is None:
         return None
-    [claimed] = rows
-    # The sender's names, which RETURNING added as extra columns of the row.
-    sender_name, sender_workspace_id, sender_workspace_name = (
-        getattr(claimed, column)
-        for column in ("sender_name", "sender_workspace_id", "sender_workspace_name")
+    claimed, (sender_name, sender_workspace_id, sender_workspace_name) = model_from_row(
+        Message, row
     )
+    # The sender's names came back as extra columns of the row.
     workspace = Workspace.from_db(
         DEFAULT_DB_ALIAS, ["id", "name"], [uuid_of(sender_workspace_id), sender_workspace_name]
     )
@@ -505,6 +515,31 @@ def _claim(
     claimed.from_project = from_project
     claimed.to_project = inbox  # already loaded, with its workspace
     return claimed
+
+
+@functools.cache
+def _claim_sql(vendor: str, *, named: bool) -> str:
+    """The claim of ``_claim`` on ``vendor``, of the named message or the oldest; built once."""
+    table = Message._meta.db_table
+    sender = (
+        f"(SELECT {{column}} FROM {Project._meta.db_table} p "
+        f"JOIN {Workspace._meta.db_table} w ON w.id = p.workspace_id "
+        f"WHERE p.id = {table}.from_project_id)"
+    )
+    return claim_oldest_sql(
+        Message,
+        assignments=[
+            "state",
+            "claimed_at",
+            "claimed_by_session_id",
+            "claimed_by_agent",
+            "claimed_by_user",
+        ],
+        candidates="to_project_id = %s AND state = %s" + (" AND id = %s" if named else ""),
+        returning_extra=f", {sender.format(column='p.name')} AS sender_name, "
+        f"{sender.format(column='w.id')} AS sender_workspace_id, "
+        f"{sender.format(column='w.name')} AS sender_workspace_name",
+    )
 
 
 def message_cancel(

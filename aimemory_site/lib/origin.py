@@ -20,7 +20,8 @@ def origin_allowed(request: HttpRequest) -> bool:
     Same-host is judged on Django's validated Host, so ``ALLOWED_HOSTS`` decides which
     names count as this server (which also defeats DNS rebinding).
     """
-    origin = request.headers.get("Origin")
+    # META, not request.headers: building the headers mapping costs more than this rule.
+    origin = request.META.get("HTTP_ORIGIN")
     if origin is None:
         return True
     try:
