@@ -2,46 +2,168 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
+import time
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 
 from aimemory_site.errors_views import API_PREFIXES, error_page, is_machine, machine_error
-from aimemory_site.lib.errors import PayloadTooLarge, error_response
+from aimemory_site.gunicorn_worker import CLOSE_CONNECTION
+from aimemory_site.lib.errors import BadRequest, PayloadTooLarge, error_response
 from aimemory_site.lib.request_guard import json_request_refusal, url_text_refusal
 
 logger = logging.getLogger(__name__)
 
+#: A refused body is read and dropped up to this many times the limit, so a client
+#: still sending it gets its 413 and a reusable connection, never a reset.
+DRAIN_LIMIT_FACTOR = 4
+#: How long a refused body may take to arrive; a slower one gets the 413 with a close.
+DRAIN_SECONDS = 5.0
+_DRAIN_PIECE = 64 * 1024
+
 
 class RequestSizeLimitMiddleware:
-    """Refuse request bodies over 1 MiB with 413 before anything parses them."""
+    """Refuse request bodies over 1 MiB with a JSON 413 before anything parses them, and
+    read chunked bodies (which Django alone would see as empty) under the same limit.
+
+    A refused body is still read to its end and dropped, up to ``DRAIN_LIMIT_FACTOR``
+    times the limit and ``DRAIN_SECONDS``: a server that closes with unread bytes in its
+    receive buffer sends a reset, which a client still writing its body sees instead of
+    the 413, and gunicorn drains only 64 KiB of an unread body before it gives up on the
+    connection it has just announced as keep-alive. Drained, the connection really is
+    reusable. When the body is larger, or does not arrive in time, the 413 says
+    ``Connection: close`` and gunicorn closes after writing it
+    (``aimemory_site.gunicorn_worker``). Only the machine routes: the web's forms keep
+    Django's own limit and reading.
+    """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        # Machine routes get a JSON 413; the web's forms keep Django's own limit.
         if is_machine(request) and request.method in ("POST", "PUT", "PATCH"):
-            limit: int = settings.AI_MEMORY_MAX_REQUEST_BYTES
-            try:
-                declared = int(request.META.get("CONTENT_LENGTH") or 0)
-            except ValueError:
-                declared = 0
-            if declared > limit:
-                return self.too_large(limit)
-            try:
-                request.body  # noqa: B018 - reads at most the limit, then raises
-            except RequestDataTooBig:
-                return self.too_large(limit)
+            refusal = self.body_refusal(request)
+            if refusal is not None:
+                return refusal
         return self.get_response(request)
 
+    def body_refusal(self, request: HttpRequest) -> HttpResponse | None:
+        """The 413 (or 400) for this request's body, or None with the body read."""
+        limit: int = settings.AI_MEMORY_MAX_REQUEST_BYTES
+        if _chunked(request):
+            try:
+                body = _read(request.META["wsgi.input"], limit + 1)
+            except Exception as exc:  # the server's own errors: a cut or malformed chunk
+                logger.info("unreadable chunked body on %s: %r", request.path, exc)
+                return _closing(request, error_response(_unreadable_chunks()))
+            if len(body) > limit:
+                ended = _drain(
+                    request, request.META["wsgi.input"].read, DRAIN_LIMIT_FACTOR * limit - len(body)
+                )
+                return self.too_large(request, limit, drained=ended)
+            # What Django does once it has read a body itself; CONTENT_LENGTH too, so
+            # every later reader sees a plain request of that length.
+            request._body = body
+            request._stream = io.BytesIO(body)
+            request.META["CONTENT_LENGTH"] = str(len(body))
+            return None
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        if declared > limit:
+            ended = declared <= DRAIN_LIMIT_FACTOR * limit and _drain(
+                request, request.read, declared
+            )
+            return self.too_large(request, limit, drained=ended)
+        try:
+            request.body  # noqa: B018 - reads at most the limit, then raises
+        except RequestDataTooBig:
+            return self.too_large(request, limit, drained=False)
+        return None
+
     @staticmethod
-    def too_large(limit: int) -> JsonResponse:
-        return error_response(PayloadTooLarge(f"request body is larger than {limit} bytes"))
+    def too_large(request: HttpRequest, limit: int, *, drained: bool) -> HttpResponse:
+        """The 413; it closes the connection unless the whole body was read."""
+        response = error_response(PayloadTooLarge(f"request body is larger than {limit} bytes"))
+        return response if drained else _closing(request, response)
+
+
+def _chunked(request: HttpRequest) -> bool:
+    """A body without a length that the server has decoded and ends for us.
+
+    ``wsgi.input_terminated`` (gunicorn sets it) says reading ``wsgi.input`` to its end
+    is safe; without it, a read past the body would block, so Django's default (no
+    Content-Length, no body) stands.
+    """
+    return (
+        "HTTP_TRANSFER_ENCODING" in request.META
+        and not request.META.get("CONTENT_LENGTH")
+        and bool(request.META.get("wsgi.input_terminated"))
+    )
+
+
+def _read(stream: Any, size: int) -> bytes:
+    """Up to ``size`` bytes of ``stream``, fewer only at its end."""
+    pieces: list[bytes] = []
+    wanted = size
+    while wanted > 0:
+        piece: bytes = stream.read(min(wanted, _DRAIN_PIECE))
+        if not piece:
+            break
+        pieces.append(piece)
+        wanted -= len(piece)
+    return b"".join(pieces)
+
+
+def _drain(request: HttpRequest, read: Callable[[int], bytes], budget: int) -> bool:
+    """Read and drop the rest of the body; True when it ended within ``budget`` bytes
+    and ``DRAIN_SECONDS``.
+
+    Under gunicorn the deadline bounds each read through the connection's socket, as
+    gunicorn bounds its own drain; its previous timeout is restored afterwards.
+    """
+    sock = request.META.get("gunicorn.socket")
+    prior_timeout = sock.gettimeout() if sock is not None else None
+    deadline = time.monotonic() + DRAIN_SECONDS
+    drained = 0
+    try:
+        while drained <= budget:
+            if sock is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                sock.settimeout(remaining)
+            piece = read(min(_DRAIN_PIECE, budget - drained + 1))
+            if not piece:
+                return True
+            drained += len(piece)
+        return False
+    except Exception:  # a timeout, a client gone, a malformed chunk: the body did not end
+        return False
+    finally:
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.settimeout(prior_timeout)
+
+
+def _closing(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """``response``, after which the server closes the connection (when it can say so)."""
+    close = request.META.get(CLOSE_CONNECTION)
+    if close is not None:
+        close()
+    return response
+
+
+def _unreadable_chunks() -> BadRequest:
+    return BadRequest("the chunked request body is malformed or was cut short; nothing was changed")
 
 
 class RequestGuardMiddleware:

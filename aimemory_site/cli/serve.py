@@ -80,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
         str(workers),
         "--threads",
         str(threads),
+        # gthread, plus the means for a 413 to close its connection truthfully
+        # (gunicorn ignores a Connection header set by the application).
+        "--worker-class",
+        "aimemory_site.gunicorn_worker.ThreadWorker",
         "--access-logfile",
         "-",
         "--graceful-timeout",
