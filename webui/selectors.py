@@ -94,6 +94,7 @@ class HomePage:
 
 @dataclass(frozen=True)
 class MailboxRow:
+    id: UUID  # a pending question links to its answer page with it
     subject: str  # empty when the sender gave none
     sender: ProjectName | None  # None when the viewer may not read the sending project
     snippet: str
@@ -253,6 +254,7 @@ def project_page(principal: Principal, workspace: str | None, project: str | Non
     )
     rows = [
         MailboxRow(
+            id=message.pk,
             subject=message.subject,
             sender=_name_of(message.from_project) if message.from_project_id in readable else None,
             snippet=snippet(message.body),

@@ -1,10 +1,10 @@
-"""The read-only web mailbox under ``/web/``."""
+"""The web mailbox under ``/web/``: read-only pages, and the decision answer page."""
 
 from __future__ import annotations
 
 from django.urls import path
 
-from webui import views
+from webui import decisions, views
 
 app_name = "webui"
 
@@ -18,5 +18,11 @@ urlpatterns = [
         "web/w/<str:workspace>/<str:project>/pages/<path:path>",
         views.page_detail,
         name="page",
+    ),
+    # The one page with a form: it sends a decision-reply, never pops or cancels.
+    path(
+        "web/w/<str:workspace>/<str:project>/decisions/<uuid:question_id>/",
+        decisions.decision_detail,
+        name="decision",
     ),
 ]

@@ -57,6 +57,13 @@ class Code(enum.StrEnum):
     # Handoffs and pages
     INVALID_PAGE_PATH = "invalid_page_path"
     PAGE_NOT_FOUND = "page_not_found"
+    # Operator decisions: the answer page
+    NOT_A_PENDING_DECISION = "not_a_pending_decision"
+    UNKNOWN_OPTION = "unknown_option"
+    REPLY_PROJECT_NOT_FOUND = "reply_project_not_found"
+    ROOT_REQUIRED = "root_required"
+    ANONYMOUS_ANSWERS_OFF = "anonymous_answers_off"
+    DECISION_ALREADY_ANSWERED = "decision_already_answered"
 
 
 class AppError(Exception):
@@ -108,6 +115,17 @@ class UnsupportedMediaType(AppError):
 class Invalid(AppError):
     code = Code.INVALID
     http_status = 422
+
+
+class RateLimited(AppError):
+    """Too many requests; the caller may try again after ``retry_after_s`` seconds."""
+
+    code = Code.RATE_LIMITED
+    http_status = 429
+
+    def __init__(self, message: str, *, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 def error_body(exc: AppError, **extra: Any) -> dict[str, Any]:

@@ -1,0 +1,256 @@
+"""Reads for answering an operator decision (DESIGN.md section 12, the answer page).
+
+Who may answer a question is decided here once (``answer_refusal``): the answer service
+raises what it returns, and the answer page shows it, so the page never offers a form
+that the service would refuse.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import cast
+
+from django.conf import settings
+
+from aimemory_site.lib.errors import AppError, BadRequest, Code, Forbidden
+from aimemory_site.lib.principal import Principal
+from messaging.decisions import Decision, decision_reply_subject
+from messaging.models import Message
+from projects.access import Level, project_level, readable_projects
+from projects.models import Grant, Project
+
+# How many earlier answers the page lists (newest first); more is a sign of a loop, and
+# the page says there are more.
+EARLIER_ANSWERS_LIMIT = 20
+
+
+def principal_is_root(principal: Principal) -> bool:
+    """Root for a ``requires_root`` question: the root token, a superuser, or the user
+    whose name is ``AI_MEMORY_ROOT_USERNAME`` (never anyone when that is unset)."""
+    if principal.kind == "root":
+        return True
+    root_name = settings.AI_MEMORY_ROOT_USERNAME
+    user = principal.user
+    return bool(root_name) and user is not None and user.get_username() == root_name
+
+
+def decision_of(question: Message) -> Decision:
+    """Precondition: ``question.decision`` is set (a question, as parsed at send)."""
+    assert question.decision is not None
+    return cast(Decision, question.decision)
+
+
+def not_a_pending_decision(mailbox: Project, question_id: uuid.UUID) -> BadRequest:
+    return BadRequest(
+        f"message {question_id} is not a pending decision question in the inbox of "
+        f"{mailbox.workspace.name}/{mailbox.name}: only a pending message whose subject "
+        "starts with 'decision:' and whose body parses as a question can be answered here",
+        code=Code.NOT_A_PENDING_DECISION,
+    )
+
+
+def decision_question(mailbox: Project, question_id: uuid.UUID) -> Message | None:
+    """The decision question ``question_id`` in the inbox of ``mailbox``, in any state,
+    with its sender's names; None when there is no such message or it is no question.
+
+    One query. Precondition: the caller may read ``mailbox``.
+    """
+    return (
+        Message.objects.inbox_of(mailbox)
+        .filter(pk=question_id, decision__isnull=False)
+        .select_related("from_project__workspace")
+        .first()
+    )
+
+
+def decision_replies(
+    mailbox: Project, question_id: uuid.UUID, *, limit: int = EARLIER_ANSWERS_LIMIT
+) -> list[Message]:
+    """The ``decision-reply: <question_id>`` messages the mailbox project sent, in any
+    state, newest first, at most ``limit``: the answers already given from this mailbox,
+    through this page or by any other surface (the CLI's ``decision answer``).
+
+    One query. Precondition: the caller may read ``mailbox`` (its outbox is its own).
+    """
+    return list(
+        Message.objects.outbox_of(mailbox)
+        .filter(subject__iexact=decision_reply_subject(str(question_id)))
+        .order_by("-created_at", "-id")
+        .only(
+            "id",
+            "state",
+            "created_at",
+            "from_owner_user",
+            "decision_reply",
+            "idempotency_key",
+            "in_reply_to",
+        )[:limit]
+    )
+
+
+def _levels(principal: Principal, projects: list[Project]) -> dict[uuid.UUID, Level]:
+    """The caller's level on each of ``projects``: one query for their grants, none when
+    no grant could matter (root, anonymous, open projects)."""
+    restricted = [
+        project.pk for project in projects if project.access_mode != Project.AccessMode.OPEN
+    ]
+    grants: dict[uuid.UUID, str] = {}
+    if principal.user is not None and not principal.sees_everything and restricted:
+        grants = dict(
+            Grant.objects.filter(user=principal.user, project_id__in=restricted).values_list(
+                "project_id", "level"
+            )
+        )
+    return {
+        project.pk: project_level(principal, project, grants.get(project.pk))
+        for project in projects
+    }
+
+
+def _split(reply_project: str) -> tuple[str, str]:
+    workspace, _, project = reply_project.partition("/")
+    return workspace, project
+
+
+def answer_refusal(principal: Principal, mailbox: Project, decision: Decision) -> AppError | None:
+    """Why ``principal`` may not answer ``decision`` from ``mailbox``; None when they may.
+
+    The rule of DESIGN.md section 12: on an anonymous server only when
+    ``AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS`` is on, and a ``requires_root`` question never;
+    a ``requires_root`` question only by root; then the question must name a
+    ``reply_project`` that exists (one the caller may not read counts as missing), and
+    the caller needs write on the mailbox project (the reply is sent as it) and on the
+    ``reply_project`` (the reply is delivered there). At most two queries.
+    Precondition: ``principal`` may read ``mailbox``.
+    """
+    requires_root = decision["requires_root"]
+    if principal.kind == "anonymous":
+        if requires_root:
+            return Forbidden(
+                "this question requires root, and this server runs without authentication, "
+                "so nobody here is root: a requires_root question is never answered "
+                "anonymously. Turn authentication on and sign in as root.",
+                code=Code.ROOT_REQUIRED,
+            )
+        if not settings.AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS:
+            return Forbidden(
+                "this server runs without authentication, so the answer page is read-only; "
+                "set AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS=1 to answer questions here.",
+                code=Code.ANONYMOUS_ANSWERS_OFF,
+            )
+    elif requires_root and not principal_is_root(principal):
+        return Forbidden(
+            "this question requires root: only a superuser, or the user named by "
+            "AI_MEMORY_ROOT_USERNAME, may answer it.",
+            code=Code.ROOT_REQUIRED,
+        )
+    reply_project = decision["reply_project"]
+    if reply_project is None:
+        return BadRequest(
+            "the question names no reply_project (workspace/project), so an answer has "
+            "nowhere to go. Ask the asker to send it again with reply_project set.",
+            code=Code.REPLY_PROJECT_NOT_FOUND,
+        )
+    workspace, name = _split(reply_project)
+    target = (
+        Project.objects.select_related("workspace")
+        .filter(workspace__name=workspace, name=name)
+        .first()
+    )
+    levels = _levels(principal, [mailbox, target]) if target is not None else {}
+    if target is None or levels[target.pk] == Level.NONE:
+        return BadRequest(
+            f"the question's reply_project {reply_project} was not found (no such project, "
+            "or one you may not read), so an answer has nowhere to go. Ask the asker to "
+            "send it again with the right reply_project.",
+            code=Code.REPLY_PROJECT_NOT_FOUND,
+        )
+    mailbox_name = f"{mailbox.workspace.name}/{mailbox.name}"
+    if levels[mailbox.pk] < Level.WRITE:
+        return Forbidden(
+            f"the answer is sent as {mailbox_name}, and you have read access to it, not "
+            "write. Ask the server operator to raise your access.",
+            code=Code.WRITE_ACCESS_REQUIRED,
+        )
+    if levels[target.pk] < Level.WRITE:
+        return Forbidden(
+            f"the answer is delivered to {reply_project}, and you have read access to it, "
+            "not write. Ask the server operator to raise your access.",
+            code=Code.WRITE_ACCESS_REQUIRED,
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class DecisionPage:
+    """What the answer page shows: a question in a mailbox the viewer may read."""
+
+    mailbox: Project
+    question: Message  # with from_project__workspace
+    sender_readable: bool  # may the viewer read the project that asked
+    refusal: AppError | None  # why the viewer may not answer now; None when they may
+    earlier: list[Message]  # answers already sent from the mailbox, newest first
+    earlier_capped: bool  # more earlier answers exist than ``earlier`` holds
+    answered: Message | None  # the answer the viewer just sent, when the URL names it
+
+    @property
+    def decision(self) -> Decision:
+        return decision_of(self.question)
+
+    @property
+    def pending(self) -> bool:
+        return self.question.state == Message.State.PENDING
+
+    @property
+    def may_answer(self) -> bool:
+        return self.refusal is None
+
+
+def decision_page(
+    principal: Principal,
+    workspace: str,
+    project: str,
+    question_id: uuid.UUID,
+    *,
+    answered_id: uuid.UUID | None = None,
+) -> DecisionPage | None:
+    """The answer page of question ``question_id`` in the inbox of ``workspace/project``.
+
+    None (the page is a 404 that shows nothing) when the viewer may not read the mailbox,
+    when the id names no decision question in its inbox, and when the question is no
+    longer pending, unless ``answered_id`` names an answer to it sent from the mailbox
+    (the page the viewer lands on after answering, which must show the outcome even if
+    the asker took the reply and cancelled the question meanwhile). A fixed number of
+    queries whatever the question holds and however many answers it has.
+    """
+    mailbox = readable_projects(principal).filter(workspace__name=workspace, name=project).first()
+    if mailbox is None:
+        return None
+    question = decision_question(mailbox, question_id)
+    if question is None:
+        return None
+    fetched = decision_replies(mailbox, question_id, limit=EARLIER_ANSWERS_LIMIT + 1)
+    earlier = fetched[:EARLIER_ANSWERS_LIMIT]
+    # The viewer's answer is the newest, or nearly: found among those just read.
+    answered = next((reply for reply in earlier if reply.pk == answered_id), None)
+    pending = question.state == Message.State.PENDING
+    if not pending and answered is None:
+        return None
+    refusal = (
+        answer_refusal(principal, mailbox, decision_of(question))
+        if pending
+        else not_a_pending_decision(mailbox, question_id)
+    )
+    sender_readable = principal.sees_everything or (
+        readable_projects(principal).filter(pk=question.from_project_id).exists()
+    )
+    return DecisionPage(
+        mailbox=mailbox,
+        question=question,
+        sender_readable=sender_readable,
+        refusal=refusal,
+        earlier=earlier,
+        earlier_capped=len(fetched) > EARLIER_ANSWERS_LIMIT,
+        answered=answered,
+    )

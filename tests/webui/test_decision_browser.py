@@ -1,0 +1,191 @@
+"""The decision answer page in a real browser: Debian's Chromium driven by Playwright
+against a live server. A person signs in, answers, sees the outcome, and answers again.
+
+Saves light, dark and phone screenshots under ``test-artifacts/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+from pytest_django.live_server_helper import LiveServer
+
+from aimemory_site.lib.principal import Principal
+from messaging.decisions import decision_body_write, decision_subject
+from messaging.models import Message
+from messaging.services import message_send
+from tests.conftest import Persona, make_project
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="Debian Chromium is not installed at /usr/bin/chromium (apt-get install chromium)",
+    ),
+]
+
+# Records violations of the Content-Security-Policy; init scripts run in each new
+# document before the page's own and are not subject to its policy.
+WATCH_CSP = """
+window.cspViolations = [];
+document.addEventListener("securitypolicyviolation", (event) => {
+  window.cspViolations.push(`${event.violatedDirective} ${event.blockedURI}`);
+});
+"""
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    """Chromium, headless. Request it after the fixtures that write test data: while
+    Playwright's sync API runs, its event loop makes Django refuse the ORM in this thread."""
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+    # A live-server request thread closes its database connection only when Chromium's
+    # kept-alive socket closes; wait for them, or PostgreSQL cannot drop the test database.
+    for thread in threading.enumerate():
+        if thread.name.endswith("(process_request_thread)"):
+            thread.join(timeout=10)
+
+
+@pytest.fixture
+def question(auth_on: str, alice: Persona) -> Message:
+    """alice's restricted mailbox default/operator holds a question from default/orchestrator."""
+    make_project(alice, "default", "operator", restricted=True)
+    make_project(alice, "default", "orchestrator", restricted=True)
+    return message_send(
+        principal=Principal.root(),
+        to_workspace="default",
+        to_project="operator",
+        from_workspace="default",
+        from_project="orchestrator",
+        subject=decision_subject("Accept the known-flake exception?"),
+        body=decision_body_write(
+            "Accept the known-flake exception on the export test?",
+            [
+                {
+                    "id": "accept",
+                    "label": "Accept the exception",
+                    "description": "Land the change with the flake written down.",
+                    "recommended": True,
+                },
+                {
+                    "id": "reject",
+                    "label": "Send it back",
+                    "description": "The test has to be stable first.",
+                },
+            ],
+            requires_root=False,
+            reply_project="default/orchestrator",
+            details="Failed once in forty CI runs.\nThe flake is timed in the export suite.",
+            links=["https://example.test/pull/12", "javascript:alert(1)"],
+        ),
+    ).message
+
+
+def shoot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def test_a_person_answers_a_question_through_the_page(
+    question: Message, live_server: LiveServer, browser: Browser
+) -> None:
+    path = f"/web/w/default/operator/decisions/{question.pk}/"
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    console: list[str] = []
+    page.on("console", lambda message: console.append(message.text))
+    page.add_init_script(WATCH_CSP)
+
+    page.goto(f"{live_server.url}{path}")
+    expect(page).to_have_url(re.compile(r"/accounts/login/\?next="))
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill("alice-password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(f"{live_server.url}{path}")
+    expect(page).to_have_title("Decision · default/operator · ai-memory")
+    expect(page.get_by_role("heading", level=1)).to_have_text(
+        "Accept the known-flake exception on the export test?"
+    )
+    expect(page.get_by_role("link", name="https://example.test/pull/12")).to_be_visible()
+    expect(page.locator("#decision-links code")).to_have_text("javascript:alert(1)")
+    expect(page.locator(".choice--recommended")).to_contain_text("(recommended)")
+    # Styled from the stylesheet, under the strict policy.
+    expect(page.locator("#decision-details")).to_have_css("white-space", "pre-wrap")
+    shoot(page, "web-decision-light")
+    page.emulate_media(color_scheme="dark")
+    shoot(page, "web-decision-dark")
+    page.emulate_media(color_scheme="light")
+
+    # The first answer.
+    page.get_by_role("radio", name=re.compile("Send it back")).check()
+    page.get_by_label("Comment (optional)").fill("Stabilise it first.\nThen ask again.")
+    page.get_by_role("button", name="Send answer").click()
+    expect(page).to_have_url(re.compile(rf"{re.escape(path)}\?answered={UUID}$"))
+    outcome = page.locator("#decision-answered")
+    expect(outcome).to_contain_text("answered: reject")
+    reply_id = page.locator("#decision-reply-id").inner_text()
+    assert re.fullmatch(UUID, reply_id)
+    assert page.url.endswith(f"?answered={reply_id}")
+    shoot(page, "web-decision-answered")
+
+    # A second answer: the page warns first, and the box must be ticked to send it.
+    expect(page.locator("#decision-again-notice")).to_contain_text("already has 1 answer")
+    expect(page.locator("#decision-earlier")).to_contain_text("reject by alice")
+    page.get_by_role("radio", name=re.compile("Accept the exception")).check()
+    confirm = page.get_by_label("Send another answer anyway")
+    assert confirm.evaluate("box => box.validity.valueMissing")  # the form will not submit
+    confirm.check()
+    page.get_by_role("button", name="Send another answer").click()
+    expect(page.locator("#decision-answered")).to_contain_text("answered: accept")
+    expect(page.locator("#decision-earlier li")).to_have_count(2)
+
+    # Both replies arrived in the asker's inbox, and the question is still pending.
+    page.goto(f"{live_server.url}/web/w/default/orchestrator/")
+    mailbox = page.get_by_role("region", name="Mailbox")
+    expect(mailbox.locator("#mailbox-count")).to_have_text("2 pending")
+    expect(mailbox.locator(".message__subject").first).to_have_text(
+        f"decision-reply: {question.pk}"
+    )
+    page.goto(f"{live_server.url}/web/w/default/operator/")
+    expect(page.get_by_role("region", name="Mailbox").locator("#mailbox-count")).to_have_text(
+        "1 pending"
+    )
+    assert page.evaluate("window.cspViolations") == []
+    assert [line for line in console if "Content Security Policy" in line] == []
+
+
+def test_the_answer_page_fits_a_phone_screen(
+    question: Message, live_server: LiveServer, browser: Browser
+) -> None:
+    page = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill("alice")
+    page.get_by_label("Password").fill("alice-password")
+    page.get_by_role("button", name="Sign in").click()
+    page.goto(f"{live_server.url}/web/w/default/operator/decisions/{question.pk}/")
+    expect(page.get_by_role("button", name="Send answer")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    shoot(page, "web-decision-phone-light")
+    page.emulate_media(color_scheme="dark")
+    shoot(page, "web-decision-phone-dark")
