@@ -145,6 +145,11 @@ MIDDLEWARE = [
     "aimemory_site.middleware.RequestSizeLimitMiddleware",
     # Origin, media type and text checks of every request, before any view parses it.
     "aimemory_site.middleware.RequestGuardMiddleware",
+    # AI_MEMORY_RATE_LIMIT: after the size limit and the request guard, so a request they
+    # refuse is not counted; before sessions, auth and every view, so a refused request
+    # costs one statement and changes nothing; inside MachineErrorMiddleware, whose JSON
+    # answers it needs nothing from (its 429 is JSON already).
+    "aimemory_site.rate_limit_middleware.RateLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

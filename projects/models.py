@@ -233,3 +233,26 @@ class Page(models.Model):
 
     def __str__(self) -> str:
         return self.path
+
+
+class RateWindow(models.Model):
+    """How many requests one caller made in one fixed window (``projects.rate_limits``).
+
+    In the database, not in process memory, so every worker process and every host on
+    the same database counts against the same limit.
+    """
+
+    # "t:" and the bearer's keyed hash, or "a:" and the client address; never a raw token.
+    key = models.CharField(max_length=80)
+    # Unix time, in whole seconds, at which the window starts.
+    window_start = models.BigIntegerField()
+    count = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        constraints = [
+            # The target of the counting statement's ON CONFLICT (key, window_start).
+            models.UniqueConstraint(fields=["key", "window_start"], name="ratewindow_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} at {self.window_start}: {self.count}"
