@@ -95,6 +95,19 @@ def test_anonymous_serve_refuses_a_public_address(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_serve_refuses_a_setting_its_system_checks_reject(tmp_path: Path) -> None:
+    port = free_port()
+    proc = _serve(
+        tmp_path / "data", "--bind", f"127.0.0.1:{port}", AI_MEMORY_RATE_LIMIT="many/minute"
+    )
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 2
+    assert b"refusing to serve" in output
+    assert b"projects.E001" in output
+    assert not (tmp_path / "data" / "ai-memory.sqlite3").exists()  # before any migration
+
+
+@pytest.mark.slow
 def test_anonymous_serve_on_a_public_address_runs_once_allowed(tmp_path: Path) -> None:
     port = free_port()
     proc = _serve(tmp_path / "data", "--bind", f"0.0.0.0:{port}", AI_MEMORY_ALLOW_ANONYMOUS="1")

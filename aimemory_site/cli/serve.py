@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     import django
     from django.conf import settings
     from django.core.management import call_command
+    from django.core.management.base import SystemCheckError
 
     django.setup()
     bind: str = args.bind or settings.AI_MEMORY_BIND
@@ -45,6 +47,13 @@ def run(args: argparse.Namespace) -> int:
     from projects.auth import auth_enabled
     from projects.services import server_boot_record
 
+    # migrate skips the system checks; a bad setting (AI_MEMORY_RATE_LIMIT, the webhook
+    # list) must stop the server here with its message, not fail each worker's boot.
+    try:
+        call_command("check", fail_level="ERROR", stdout=io.StringIO())
+    except SystemCheckError as exc:
+        print(f"ai-memory: refusing to serve: {exc}", file=sys.stderr)
+        return 2
     call_command("migrate", interactive=False, verbosity=0)
     call_command("collectstatic", interactive=False, verbosity=0)
     if not is_loopback(bind) and not auth_enabled() and not settings.AI_MEMORY_ALLOW_ANONYMOUS:
