@@ -87,6 +87,36 @@ def test_serve_on_postgresql_runs_several_workers(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+    reason="runs when the suite runs on PostgreSQL (DATABASE_URL=postgres://...)",
+)
+def test_two_servers_starting_together_on_an_empty_database_both_serve(tmp_path: Path) -> None:
+    ports = [free_port(), free_port()]
+    with _fresh_postgres_database() as database_url:
+        procs = [
+            _serve(
+                tmp_path / f"data{n}",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "1",
+                DATABASE_URL=database_url,
+                SECRET_KEY="shared-by-both-hosts",
+            )
+            for n, port in enumerate(ports)
+        ]
+        try:
+            for port, proc in zip(ports, procs, strict=True):
+                assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                proc.communicate(timeout=30)
+
+
+@pytest.mark.slow
 def test_anonymous_serve_refuses_a_public_address(tmp_path: Path) -> None:
     proc = _serve(tmp_path / "data", "--bind", f"0.0.0.0:{free_port()}")
     output, _ = proc.communicate(timeout=120)

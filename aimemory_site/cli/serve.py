@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     except SystemCheckError as exc:
         print(f"ai-memory: refusing to serve: {exc}", file=sys.stderr)
         return 2
-    call_command("migrate", interactive=False, verbosity=0)
+    _migrate()
     call_command("collectstatic", interactive=False, verbosity=0)
     if not is_loopback(bind) and not auth_enabled() and not settings.AI_MEMORY_ALLOW_ANONYMOUS:
         print(
@@ -95,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         "aimemory_site.gunicorn_worker.ThreadWorker",
         "--access-logfile",
         "-",
+        # Several servers run by one user would share gunicorn's default control socket.
+        "--no-control-socket",
         "--graceful-timeout",
         "10",
     ]
@@ -103,3 +105,25 @@ def run(args: argparse.Namespace) -> int:
     sys.argv = argv
     gunicorn_run()
     return 0
+
+
+# Any constant: the advisory lock every server on one PostgreSQL database migrates under.
+_MIGRATE_LOCK = 0x61696D6D  # "aimm"
+
+
+def _migrate() -> None:
+    """Migrate the database. On PostgreSQL under an advisory lock: hosts starting together
+    on an empty database take turns instead of racing to create the same tables (the
+    loser would exit with an IntegrityError); the second finds nothing left to do."""
+    from django.core.management import call_command
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        call_command("migrate", interactive=False, verbosity=0)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [_MIGRATE_LOCK])
+        try:
+            call_command("migrate", interactive=False, verbosity=0)
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [_MIGRATE_LOCK])
