@@ -1,25 +1,27 @@
 from __future__ import annotations
 
 from ninja import Field, Schema
-from pydantic import ConfigDict
+from pydantic import ConfigDict, StrictBool
+
+from aimemory_site.lib.api import NameText, NonBlankText, RetryIdText, UuidText
 
 
 class MessageSendIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    to_workspace: str
-    to_project: str
-    from_workspace: str
-    from_project: str
+    to_workspace: NameText
+    to_project: NameText
+    from_workspace: NameText
+    from_project: NameText
     subject: str | None = Field(None, description="One line; at most 200 characters kept.")
-    body: str = Field(
+    body: NonBlankText = Field(
         description="A self-contained request: the recipient cannot see your project. "
         "Secrets are scrubbed; at most 8,000 characters are kept."
     )
-    in_reply_to: str | None = Field(
+    in_reply_to: UuidText | None = Field(
         None, description="The id of a message this project sent or received, answered here."
     )
-    idempotency_key: str | None = Field(
+    idempotency_key: RetryIdText | None = Field(
         None,
         description="1-200 characters. A retry with the same key within 24 hours writes "
         "nothing and answers the first send.",
@@ -100,10 +102,10 @@ class MessageListOut(Schema):
 class MessagePopIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    workspace: str
-    project: str
-    message_id: str | None = None
-    request_id: str | None = Field(
+    workspace: NameText
+    project: NameText
+    message_id: UuidText | None = None
+    request_id: RetryIdText | None = Field(
         None,
         description="1-200 characters. A retry with the same id within 24 hours answers "
         "what the first pop claimed and claims nothing new.",
@@ -118,12 +120,29 @@ class MessagePopOut(Schema):
 
 
 class MessageCancelIn(Schema):
-    model_config = ConfigDict(extra="forbid")
+    # Documented only (the route answers 400 cancel_target): exactly one of a
+    # message_id or all: true.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {
+                    "required": ["message_id"],
+                    "properties": {"message_id": {"type": "string"}, "all": {"const": False}},
+                },
+                {
+                    "required": ["all"],
+                    "properties": {"all": {"const": True}, "message_id": {"type": "null"}},
+                },
+            ]
+        },
+    )
 
-    workspace: str
-    project: str
-    message_id: str | None = None
-    all: bool = False
+    workspace: NameText
+    project: NameText
+    message_id: UuidText | None = None
+    # Strict: the document says boolean, so 0, 1 or "yes" are refused, not guessed at.
+    all: StrictBool = False
 
 
 class MessageCancelOut(Schema):
@@ -136,5 +155,5 @@ class MessageStatusOut(MessageHeadOut):
 
 
 class MessageStatusQuery(Schema):
-    workspace: str
-    project: str
+    workspace: NameText
+    project: NameText

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Router
 
-from aimemory_site.lib.api import errors, principal_of
+from aimemory_site.lib.api import NameText, PagePathText, errors, principal_of
 from projects.briefing import briefing_get
 from projects.handoffs import handoff_create, handoff_list, handoff_row
 from projects.onstart import onstart_block, onstart_for_hook
@@ -59,7 +59,7 @@ def sessions_start(request: HttpRequest, payload: SessionStartIn) -> HttpRespons
 
 
 @router.get("/briefing", response={200: BriefingOut, **errors(404)}, tags=["messages"])
-def briefing(request: HttpRequest, workspace: str, project: str) -> HttpResponse:
+def briefing(request: HttpRequest, workspace: NameText, project: NameText) -> HttpResponse:
     """The project's briefing: its scope, how many messages wait, and its brief."""
     principal = principal_of(request)
     scope = scope_resolve(
@@ -70,7 +70,7 @@ def briefing(request: HttpRequest, workspace: str, project: str) -> HttpResponse
 
 @hooks_router.get("/handoff", response={200: OnStartOut, **errors(404)})
 def handoff(
-    request: HttpRequest, workspace: str, project: str, session_id: str = ""
+    request: HttpRequest, workspace: NameText, project: NameText, session_id: str = ""
 ) -> HttpResponse:
     """The on-start block for an existing project; creates nothing, and claims the next
     handoff only for a session the caller registered, with write access."""
@@ -95,7 +95,7 @@ def handoffs_create(request: HttpRequest, payload: HandoffCreateIn) -> HttpRespo
 
 
 @router.get("/handoffs", response={200: HandoffListOut, **errors(404)}, tags=["handoffs"])
-def handoffs_list(request: HttpRequest, workspace: str, project: str) -> HttpResponse:
+def handoffs_list(request: HttpRequest, workspace: NameText, project: NameText) -> HttpResponse:
     """The project's handoffs, newest first, at most 50, without bodies; claims nothing."""
     handoffs = handoff_list(principal=principal_of(request), workspace=workspace, project=project)
     return JsonResponse({"handoffs": [handoff_row(h) for h in handoffs]})
@@ -121,7 +121,7 @@ def pages_write(request: HttpRequest, payload: PageWriteIn) -> HttpResponse:
 
 @router.get("/pages", response={200: PageListOut, **errors(404)}, tags=["pages"])
 def pages_list(
-    request: HttpRequest, workspace: str, project: str, prefix: str = ""
+    request: HttpRequest, workspace: NameText, project: NameText, prefix: str = ""
 ) -> HttpResponse:
     """The project's pages in path order (at most 200), without bodies."""
     pages = page_list(
@@ -131,7 +131,9 @@ def pages_list(
 
 
 @router.get("/pages/read", response={200: PageReadOut, **errors(404)}, tags=["pages"])
-def pages_read(request: HttpRequest, workspace: str, project: str, path: str) -> HttpResponse:
+def pages_read(
+    request: HttpRequest, workspace: NameText, project: NameText, path: PagePathText
+) -> HttpResponse:
     """One page with its body; 404 ``page_not_found`` when there is none at the path."""
     page = page_read(
         principal=principal_of(request), workspace=workspace, project=project, path=path

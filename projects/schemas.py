@@ -1,17 +1,21 @@
 from __future__ import annotations
 
 from ninja import Field, Schema
-from pydantic import ConfigDict
+from pydantic import ConfigDict, StrictBool
+
+from aimemory_site.lib.api import NameText, NonBlankText, PagePathText, SessionIdText
 
 
 class SessionStartIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    workspace: str
-    project: str
-    session_id: str
+    workspace: NameText
+    project: NameText
+    session_id: SessionIdText
     agent: str | None = None
-    inject_brief: bool = False
+    # Strict booleans here and below: the document says boolean, so 0, 1 or "yes" are
+    # refused, not guessed at.
+    inject_brief: StrictBool = False
 
 
 class HandoffOut(Schema):
@@ -51,9 +55,11 @@ class BriefingOut(Schema):
 class HandoffCreateIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    workspace: str
-    project: str
-    body: str = Field(description="What was done, open questions, next steps; 8,000 chars kept.")
+    workspace: NameText
+    project: NameText
+    body: NonBlankText = Field(
+        description="What was done, open questions, next steps; 8,000 chars kept."
+    )
 
 
 class HandoffCreateOut(Schema):
@@ -77,11 +83,11 @@ class HandoffListOut(Schema):
 class PageWriteIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    workspace: str
-    project: str
-    path: str
-    body: str = Field(description="Markdown; scrubbed, at most 16,000 chars kept.")
-    pinned: bool = False
+    workspace: NameText
+    project: NameText
+    path: PagePathText
+    body: NonBlankText = Field(description="Markdown; scrubbed, at most 16,000 chars kept.")
+    pinned: StrictBool = False
 
 
 class PageWriteOut(Schema):

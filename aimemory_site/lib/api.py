@@ -9,16 +9,18 @@ messaging.api`` work on its own (no cycle through the API object).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 from django.http import HttpRequest, HttpResponse
-from ninja import NinjaAPI, Schema
+from ninja import Field, NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer
 
 from aimemory_site.lib.errors import AppError, Code, error_body
+from aimemory_site.lib.names import NAME_MAX_CHARS
 from aimemory_site.lib.principal import Principal
+from aimemory_site.lib.scrubbing import INVISIBLE_CHARACTERS
 
 
 class ErrorOut(Schema):
@@ -45,6 +47,74 @@ def errors(*statuses: int, body: bool = False) -> dict[int, Any]:
     return {**COMMON_ERRORS, **dict.fromkeys(extra, ErrorOut)}
 
 
+# --- Documented text rules ------------------------------------------------------------
+#
+# The domain checks these rules and answers 400 with a machine code (``invalid_name``,
+# ``empty_body``, ...), as DESIGN.md fixes. These types only *document* them in the
+# OpenAPI (``json_schema_extra`` adds keywords without validating), so a client and a
+# fuzzer know what is valid, and pydantic never answers 422 where the contract says 400.
+
+
+def _documented(description: str, **keywords: Any) -> Any:
+    return Field(description=description, json_schema_extra=keywords)
+
+
+# names.NAME_PATTERN without its lookahead, which not every JSON Schema tool reads.
+NAME_DOCUMENTED_PATTERN = rf"^[A-Za-z0-9_-][A-Za-z0-9._-]{{0,{NAME_MAX_CHARS - 1}}}$"
+# A page path: segments of [A-Za-z0-9._-] joined by "/", none empty, "." or "..".
+_PAGE_SEGMENT = (
+    r"(?:[A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)"
+)
+PAGE_PATH_DOCUMENTED_PATTERN = rf"^{_PAGE_SEGMENT}(?:/{_PAGE_SEGMENT})*$"
+
+NameText = Annotated[
+    str,
+    _documented(
+        "1-100 letters, digits, '.', '_' or '-', not starting with a dot.",
+        pattern=NAME_DOCUMENTED_PATTERN,
+        maxLength=NAME_MAX_CHARS,
+    ),
+]
+UuidText = Annotated[str, _documented("A full UUID.", format="uuid")]
+
+
+def _holding_none_of(characters: str) -> str:
+    """An unanchored pattern that matches a text holding a character not in the set.
+
+    The set is spelt out rather than written ``\\S``: what ``str.strip`` removes is not
+    what ECMA regexes (which JSON Schema validators use) call whitespace.
+    """
+    return "[^" + "".join(f"\\u{ord(c):04x}" for c in characters) + "]"
+
+
+# The domain strips bodies and session ids before its checks, and bodies lose their
+# invisible characters too (aimemory_site.lib.scrubbing). U+3000 is the last whitespace.
+_WHITESPACE = "".join(chr(code) for code in range(0x3001) if chr(code).isspace())
+NonBlankText = Annotated[
+    str,
+    _documented(
+        "Must hold a visible character.",
+        pattern=_holding_none_of(_WHITESPACE + INVISIBLE_CHARACTERS),
+    ),
+]
+SessionIdText = Annotated[
+    str,
+    _documented(
+        "1-200 characters, not blank.", pattern=_holding_none_of(_WHITESPACE), maxLength=200
+    ),
+]
+RetryIdText = Annotated[str, Field(json_schema_extra={"minLength": 1, "maxLength": 200})]
+PagePathText = Annotated[
+    str,
+    _documented(
+        "Segments of letters, digits, '.', '_' or '-' joined by '/'; no empty, '.' or "
+        "'..' segment; at most 200 characters.",
+        pattern=PAGE_PATH_DOCUMENTED_PATTERN,
+        maxLength=200,
+    ),
+]
+
+
 Authenticator = Callable[[str | None], Principal]
 
 
@@ -60,7 +130,8 @@ class BearerAuth(HttpBearer):
         self._authenticate_header = authenticate_header
 
     def __call__(self, request: HttpRequest) -> Principal:
-        return self._authenticate_header(request.headers.get("Authorization"))
+        # META, not request.headers: building the headers mapping costs more than this.
+        return self._authenticate_header(request.META.get("HTTP_AUTHORIZATION"))
 
     def authenticate(self, request: HttpRequest, token: str) -> Principal:  # pragma: no cover
         return self._authenticate_header(f"Bearer {token}")

@@ -56,6 +56,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from aimemory_site.lib.config_file import config_document, config_where
+from aimemory_site.lib.errors import BadRequest, Code
 from aimemory_site.lib.limits import (
     SCRUB_MARGIN_CHARS,
     SCRUB_WINDOW_CHARS,
@@ -66,6 +67,7 @@ from aimemory_site.lib.secret_patterns import BUILTIN_PATTERNS, PREFILTERS, REDA
 
 __all__ = [
     "BUILTIN_PATTERNS",
+    "INVISIBLE_CHARACTERS",
     "PREFILTERS",
     "REDACTED",
     "Scrubber",
@@ -83,8 +85,8 @@ _MAX_PASSES = 4
 
 # Characters that render as nothing and are removed before any pattern runs (see the
 # module docstring): a table for ``str.translate``, which deletes them in one pass.
-_INVISIBLE_CHARACTERS = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
-_INVISIBLE_DELETE = str.maketrans(dict.fromkeys(_INVISIBLE_CHARACTERS))
+INVISIBLE_CHARACTERS = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+_INVISIBLE_DELETE = str.maketrans(dict.fromkeys(INVISIBLE_CHARACTERS))
 
 # --- Engine ---------------------------------------------------------------------------
 
@@ -256,7 +258,16 @@ def text_clean(text: str, *, cap: int, label: str) -> CleanText:
     scrubbed only in a window that can reach it (scrubbing costs about a second per MiB,
     and a request may carry 1 MiB), minus a margin at the window's end, where a secret
     cut by the window might not be recognised.
+
+    A text that is blank once its invisible characters are gone raises BadRequest
+    ``empty_body``: callers refuse a blank body before calling, but scrubbing removes
+    those characters, and "\u200b" alone would otherwise be stored as an empty body.
     """
+    if not text.translate(_INVISIBLE_DELETE).strip():
+        raise BadRequest(
+            "body must not be empty: it holds only whitespace and invisible characters",
+            code=Code.EMPTY_BODY,
+        )
     scrubber = scrubber_configured()
     if len(text) <= SCRUB_WINDOW_CHARS:
         scrubbed, redactions = scrubber.scrub_counted(text)
