@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from ninja import Query, Router, Schema
+from ninja import Query, Router
 
-from aimemory_site.lib.api import errors, principal_of
+from aimemory_site.lib.api import UuidText, errors, principal_of
 from aimemory_site.lib.errors import BadRequest, Code
 from messaging import services
 from messaging.payloads import message_payload, pop_payload, send_payload, status_payload
@@ -13,6 +13,7 @@ from messaging.schemas import (
     MessageCancelIn,
     MessageCancelOut,
     MessageListOut,
+    MessageListQuery,
     MessagePopIn,
     MessagePopOut,
     MessageSendIn,
@@ -45,13 +46,6 @@ def messages_send(request: HttpRequest, payload: MessageSendIn) -> HttpResponse:
         idempotency_key=services.idempotency_key_parse(payload.idempotency_key),
     )
     return JsonResponse(send_payload(sent), status=200 if sent.replay else 201)
-
-
-class MessageListQuery(Schema):
-    workspace: str
-    project: str
-    box: str = "inbox"
-    limit: int = 50
 
 
 @router.get("/messages", response={200: MessageListOut, **errors(404)})
@@ -104,7 +98,7 @@ def messages_cancel(request: HttpRequest, payload: MessageCancelIn) -> dict[str,
 
 @router.get("/messages/{message_id}", response={200: MessageStatusOut, **errors(404)})
 def messages_status(
-    request: HttpRequest, message_id: str, query: Query[MessageStatusQuery]
+    request: HttpRequest, message_id: UuidText, query: Query[MessageStatusQuery]
 ) -> HttpResponse:
     """A message's delivery state, without its body, for its sender or recipient project."""
     message = message_status(

@@ -95,6 +95,14 @@ class MessageOut(MessageHeadOut):
     body: str
 
 
+class MessageListQuery(Schema):
+    workspace: NameText
+    project: NameText
+    # Documented, not validated: the domain answers another box with 400 invalid_box.
+    box: str = Field("inbox", json_schema_extra={"enum": ["inbox", "outbox"]})
+    limit: int = Field(50, description="Clamped to 1..200.")
+
+
 class MessageListOut(Schema):
     messages: list[MessageOut]
 

@@ -78,11 +78,15 @@ def _uuid_parse(value: str | None, name: str, code: str) -> uuid.UUID | None:
 
 
 def subject_clean(subject: str | None) -> CleanText:
-    """Scrub, flatten to one line and cap a subject; a missing one is empty."""
+    """Flatten to one line, scrub and cap a subject; a missing one is empty.
+
+    Flattened first: a credential split over two lines ("password:\nhunter2") would pass
+    the scrubber, whose patterns stop at a line break, and be joined by the flattening.
+    """
     if subject is None:
         return CleanText("")
-    scrubbed, redactions = scrubber_configured().scrub_counted(subject)
-    line = _CONTROL_CHARS.sub(" ", scrubbed).strip()
+    line, redactions = scrubber_configured().scrub_counted(_CONTROL_CHARS.sub(" ", subject))
+    line = line.strip()
     if len(line) > SUBJECT_MAX_CHARS:
         # One line by contract, so no multi-line marker: an ellipsis marks the cut.
         line = line[: SUBJECT_MAX_CHARS - 1].rstrip() + "…"

@@ -29,7 +29,7 @@ def _json_media_type(content_type: str) -> bool:
 
 
 def _has_body(request: HttpRequest) -> bool:
-    if request.headers.get("Transfer-Encoding"):
+    if request.META.get("HTTP_TRANSFER_ENCODING"):
         return True
     try:
         return int(request.META.get("CONTENT_LENGTH") or 0) > 0
@@ -66,7 +66,9 @@ def json_request_refusal(request: HttpRequest) -> AppError | None:
         )
     if request.method in _BODY_METHODS:
         content_type = (request.content_type or "").lower()
-        if (content_type or _has_body(request)) and not _json_media_type(content_type):
+        # Only a body has a media type: a bodyless request (whose Content-Type some WSGI
+        # servers invent as text/plain) gets the route's own answer, a 405 say.
+        if _has_body(request) and not _json_media_type(content_type):
             return UnsupportedMediaType(
                 f"the body must be application/json, got {content_type or 'no Content-Type'!r}",
             )

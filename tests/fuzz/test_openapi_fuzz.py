@@ -102,16 +102,6 @@ schema_anonymous = schemathesis.openapi.from_dict(DOCUMENT, config=_fuzz_config(
 # Operations whose OpenAPI still misses a rule the domain answers with 400, in a file this
 # suite does not own (messaging/api.py): ``box`` is inbox|outbox, ``workspace`` and
 # ``project`` follow the name rule, and the path's ``message_id`` is a UUID.
-UNDOCUMENTED_RULES = {
-    ("GET", "/api/v1/messages"),
-    ("GET", "/api/v1/messages/{message_id}"),
-}
-UNDOCUMENTED_RULES_REASON = (
-    "messaging/api.py declares box, workspace, project and message_id as bare strings; "
-    "the domain refuses schema-valid values with 400 (needs NameText, UuidText and a "
-    "Literal box, as in messaging/schemas.py)"
-)
-
 
 @pytest.fixture
 def alice_bearer(alice: Persona, settings: SettingsWrapper, transactional_db: None) -> str:
@@ -132,8 +122,6 @@ def anonymous_server(transactional_db: None) -> None:
 def _checks_not_applying(case: Case[Any]) -> list[Any]:
     """The checks whose premise this request does not meet, each for a contract reason."""
     operation = (case.method.upper(), case.operation.path)
-    if operation in UNDOCUMENTED_RULES:
-        return [schemathesis.checks.positive_data_acceptance]  # pinned by the xfail below
     body = case.body if isinstance(case.body, dict) else {}
     if operation == ("POST", "/api/v1/messages") and body.get("in_reply_to") is not None:
         # A well-formed in_reply_to that names no message of the pair is 400
@@ -176,22 +164,6 @@ def test_every_answer_of_an_anonymous_server_is_documented(
     case.call_and_validate(base_url=live_server.url, excluded_checks=_checks_not_applying(case))
 
 
-@schema_anonymous.include(
-    operation_id=[
-        schema_anonymous[path][method].definition.raw["operationId"]
-        for method, path in sorted(UNDOCUMENTED_RULES)
-    ]
-).parametrize()
-@FIXTURES_SHARED
-@pytest.mark.xfail(strict=True, reason=UNDOCUMENTED_RULES_REASON)
-def test_a_valid_request_is_accepted_where_the_rules_are_undocumented(
-    case: Case[Any], live_server: LiveServer, anonymous_server: None
-) -> None:
-    case.call_and_validate(
-        base_url=live_server.url, checks=[schemathesis.checks.positive_data_acceptance]
-    )
-
-
 def test_an_undeclared_method_with_a_json_body_gets_405(
     live_server: LiveServer, transactional_db: None
 ) -> None:
@@ -202,12 +174,6 @@ def test_an_undeclared_method_with_a_json_body_gets_405(
         assert "PUT" not in answer.headers["Allow"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the request guard reads the WSGI server's default Content-Type (wsgiref, and "
-    "so runserver and live_server, invent text/plain) on a request with no body, and "
-    "answers 415 before the route's 405 (aimemory_site/lib/request_guard.py)",
-)
 def test_an_undeclared_method_gets_405(live_server: LiveServer, transactional_db: None) -> None:
     answer = requests.put(f"{live_server.url}/api/v1/briefing", timeout=10)
     assert answer.status_code == 405

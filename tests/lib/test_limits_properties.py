@@ -109,12 +109,6 @@ def test_cleaning_a_subject_twice_changes_nothing(subject: str) -> None:
     assert subject_clean(once).text == once
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="subject_clean (messaging/services.py) scrubs, then turns line breaks into "
-    "spaces: a credential split over two lines is not recognised by the scrubber and is "
-    "then stored joined, in clear; flattening must come before scrubbing",
-)
 @PROPERTY
 @given(
     name=st.sampled_from(["password:", "db_password=", "OPENAI_API_KEY=", "Authorization:"]),
