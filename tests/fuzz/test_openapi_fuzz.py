@@ -103,6 +103,7 @@ schema_anonymous = schemathesis.openapi.from_dict(DOCUMENT, config=_fuzz_config(
 # suite does not own (messaging/api.py): ``box`` is inbox|outbox, ``workspace`` and
 # ``project`` follow the name rule, and the path's ``message_id`` is a UUID.
 
+
 @pytest.fixture
 def alice_bearer(alice: Persona, settings: SettingsWrapper, transactional_db: None) -> str:
     """Authentication on, alice owning the projects the generator names; her header."""
