@@ -136,6 +136,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every database wait of the request, in every middleware and view, shares one
+    # time budget, so a stalled database answers 503 in time (aimemory_site.db_deadline).
+    "aimemory_site.db_deadline.DatabaseDeadlineMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Every error of /api/, /mcp, /handoff and /healthz as JSON, database outages as 503.
     "aimemory_site.middleware.MachineErrorMiddleware",
@@ -199,8 +202,11 @@ def _database() -> dict[str, Any]:
         # request thread on its own connection to exercise real concurrency.
         db["TEST"] = {"NAME": str(DATA_DIR / "test-ai-memory.sqlite3")}
     elif db["ENGINE"] == "django.db.backends.postgresql":
-        # A database that does not answer must not hold a request for minutes: a connect
-        # gives up after 3 s and the request answers 503 (MachineErrorMiddleware).
+        # Django's backend, whose waits on the server end with the request's budget
+        # (aimemory_site.db_deadline): a stalled server gets a 503, not a hang.
+        db["ENGINE"] = "aimemory_site.backends.postgresql"
+        # Outside a request too, a connect to a server that does not answer gives up
+        # after 3 s (a request connects within what is left of its budget).
         db.setdefault("OPTIONS", {}).setdefault("connect_timeout", 3)
     db["CONN_HEALTH_CHECKS"] = True
     return db

@@ -97,6 +97,10 @@ def run(args: argparse.Namespace) -> int:
         "-",
         # Several servers run by one user would share gunicorn's default control socket.
         "--no-control-socket",
+        # A gthread worker never times a request out itself: --timeout only watches the
+        # worker's heartbeat, which its main loop keeps beating while a request thread
+        # hangs. The database budget (aimemory_site.db_deadline) frees the thread instead:
+        # a request stuck on the database answers 503 after at most 3 s.
         "--graceful-timeout",
         "10",
     ]

@@ -1,4 +1,5 @@
-"""Django's SQLite backend, with writers that queue instead of polling.
+"""Django's SQLite backend, with writers that queue instead of polling, and waits that end
+with the request's budget.
 
 SQLite admits one writer at a time. Every transaction here starts with ``BEGIN
 IMMEDIATE`` (settings), so a second writer waits in SQLite's busy handler, which sleeps
@@ -8,15 +9,213 @@ a lock file beside the database, which the kernel hands to waiters without polli
 writers are served one after another and the busy timeout is only a last resort (for
 writes made outside a transaction, or by another program). ``flock`` covers every thread
 and every process on this host that opens the same database.
+
+The threads of one process first wait in a line of their own (a ``threading.Lock`` per
+database file, held with the file lock), so at most one of them at a time waits on
+``flock``, behind the other processes.
+
+In a request, every wait ends with the request's database budget
+(``aimemory_site.db_deadline``), so a writer that holds on (a stuck process, a long
+command in another terminal) gets the request a 503 ``database_unavailable`` in time
+rather than a hang: the line is waited in with a timeout; a lock file held by another
+process is queued for in the kernel as before, through a helper thread (``flock`` takes
+no timeout), for at most what is left; and the busy timeout follows what is left. A lock
+that is free costs no thread. Outside a request (migrations, management commands) a
+writer waits its turn however long it takes, and the busy timeout is the configured one.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from time import monotonic
 from typing import Any
 
 from django.db.backends.sqlite3 import base
+
+from aimemory_site.db_deadline import Budget, DatabaseTimeout, current_budget
+
+# The busy timeout follows the budget in steps (rounded up, so a wait may overrun the
+# budget by less than one step), so that a request sets it again only after it has
+# waited this long, not before every statement.
+_BUSY_TIMEOUT_STEP_MS = 250
+# Helper threads blocked in flock at once, per process: when a writer holds on for minutes,
+# each request abandons a waiter; past this many, requests give up without queueing.
+_MAX_LOCK_WAITERS = 64
+_HELD_TOO_LONG = "another writer held the database for longer than this request can wait"
+
+
+class _LockWait:
+    """One blocking ``flock`` on a descriptor of its own, taken by a helper thread and
+    awaited with a timeout. An abandoned wait passes the lock on as soon as it gets it."""
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._decided = threading.Lock()
+        self._done = threading.Event()
+        self._granted = False
+        self._abandoned = False
+
+    def block(self) -> None:
+        """In a helper thread: queue for the lock."""
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            granted = True
+        except OSError:
+            granted = False
+        with self._decided:
+            self._granted = granted
+            if self._abandoned or not granted:
+                os.close(self.fd)  # releases the lock to the next writer in line
+            self._done.set()
+
+    def wait(self, seconds: float) -> bool:
+        """True once the lock is held on ``self.fd``; False after ``seconds`` (the
+        descriptor then belongs to the helper, which closes it)."""
+        self._done.wait(seconds)
+        with self._decided:
+            if self._done.is_set():
+                return self._granted
+            self._abandoned = True
+            return False
+
+
+class _LockWaiters:
+    """Daemon threads that run ``_LockWait.block``, reused from one wait to the next.
+
+    Daemon, so that a waiter stuck behind a writer that never lets go does not keep a
+    worker process from exiting.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self.reset()
+
+    def reset(self) -> None:
+        """Start empty; also in a forked child, where the parent's threads do not exist."""
+        self._counts = threading.Lock()
+        self._jobs: queue.SimpleQueue[_LockWait] = queue.SimpleQueue()
+        self._threads = 0
+        self._idle = 0
+
+    def start(self, job: _LockWait) -> bool:
+        with self._counts:
+            spawn = False
+            if self._idle:
+                self._idle -= 1
+            elif self._threads < self._limit:
+                self._threads += 1
+                spawn = True
+            else:
+                return False
+        self._jobs.put(job)
+        if spawn:
+            threading.Thread(target=self._serve, name="sqlite-writer-lock", daemon=True).start()
+        return True
+
+    def _serve(self) -> None:
+        while True:
+            self._jobs.get().block()
+            with self._counts:
+                self._idle += 1
+
+
+_lock_waiters = _LockWaiters(_MAX_LOCK_WAITERS)
+
+
+class _ProcessLines:
+    """Per database file, the line the threads of this process wait in before the file
+    lock (a ``threading.Lock``, held with it): waiting in it takes a timeout and no
+    helper, so at most one thread per process at a time queues on ``flock``."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Start empty; also in a forked child, where the parent's holders do not exist."""
+        self._guard = threading.Lock()
+        self._lines: dict[str, threading.Lock] = {}
+
+    def of(self, path: str) -> threading.Lock:
+        line = self._lines.get(path)
+        if line is None:
+            with self._guard:
+                line = self._lines.setdefault(path, threading.Lock())
+        return line
+
+
+_process_lines = _ProcessLines()
+
+
+def _after_fork_in_child() -> None:
+    _lock_waiters.reset()
+    _process_lines.reset()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _take_within(line: threading.Lock, budget: Budget) -> None:
+    """Take this process's line for what is left of ``budget``, or raise DatabaseTimeout."""
+    started = monotonic()
+    left = budget.remaining
+    taken = line.acquire(timeout=left) if left > 0 else line.acquire(blocking=False)
+    budget.remaining -= monotonic() - started
+    if not taken:
+        raise DatabaseTimeout(_HELD_TOO_LONG)
+
+
+def _flock_within(fd: int, path: str, budget: Budget) -> int:
+    """Take the writer lock on ``fd`` at once, or queue for it for what is left of
+    ``budget``; return the descriptor that holds it (``fd`` is closed if it is not that
+    one). Raise ``DatabaseTimeout`` when the wait runs out."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return fd
+    except BlockingIOError:
+        pass
+    if budget.remaining > 0:
+        started = monotonic()
+        job = _LockWait(path)
+        try:
+            if not _lock_waiters.start(job):
+                os.close(job.fd)
+            elif job.wait(budget.remaining):
+                os.close(fd)
+                return job.fd
+        finally:
+            budget.remaining -= monotonic() - started
+    raise DatabaseTimeout(_HELD_TOO_LONG)
+
+
+class _BudgetedCursor(base.SQLiteCursorWrapper):
+    """Django's cursor, which counts each statement's time against the request's budget
+    (SQLite's busy waits happen inside statements) and names a busy wait that ran out
+    ``DatabaseTimeout``: a writer outside our queue held on."""
+
+    def execute(self, query: str, params: Any = None) -> Any:
+        return self._within_budget(super().execute, query, params)
+
+    def executemany(self, query: str, param_list: Any) -> Any:
+        return self._within_budget(super().executemany, query, param_list)
+
+    @staticmethod
+    def _within_budget(run: Callable[[str, Any], Any], query: str, params: Any) -> Any:
+        budget = current_budget()
+        started = monotonic() if budget is not None else 0.0
+        try:
+            return run(query, params)
+        except sqlite3.OperationalError as exc:
+            if "database is locked" in str(exc):
+                raise DatabaseTimeout(*exc.args) from exc
+            raise
+        finally:
+            if budget is not None:
+                budget.remaining -= monotonic() - started
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -24,6 +223,32 @@ class DatabaseWrapper(base.DatabaseWrapper):
         super().__init__(*args, **kwargs)
         self._writer_lock_fd: int | None = None
         self._writer_lock_held = False
+        self._writer_lock_line: threading.Lock | None = None  # this process's, while held
+        # The busy timeout set on the open connection, and the configured one, in ms.
+        self._busy_timeout_ms = 0
+        timeout = self.settings_dict["OPTIONS"].get("timeout", 5.0)  # sqlite3's default
+        self._configured_busy_timeout_ms = int(float(timeout) * 1000)
+
+    def _wanted_busy_timeout_ms(self) -> int:
+        budget = current_budget()
+        if budget is None:
+            return self._configured_busy_timeout_ms
+        # Rounded up to a step: a fresh budget and one barely spent ask for the same.
+        steps = -(-max(0, int(budget.remaining * 1000)) // _BUSY_TIMEOUT_STEP_MS)
+        return min(self._configured_busy_timeout_ms, steps * _BUSY_TIMEOUT_STEP_MS)
+
+    def get_new_connection(self, conn_params: Any) -> Any:
+        wanted = self._wanted_busy_timeout_ms()
+        connection = super().get_new_connection({**conn_params, "timeout": wanted / 1000})
+        self._busy_timeout_ms = wanted
+        return connection
+
+    def create_cursor(self, name: Any | None = None) -> Any:
+        wanted = self._wanted_busy_timeout_ms()
+        if wanted != self._busy_timeout_ms:
+            self.connection.execute(f"PRAGMA busy_timeout = {wanted}")
+            self._busy_timeout_ms = wanted
+        return self.connection.cursor(factory=_BudgetedCursor)
 
     def _writer_lock_path(self) -> str | None:
         name = str(self.settings_dict["NAME"])
@@ -37,12 +262,29 @@ class DatabaseWrapper(base.DatabaseWrapper):
             return
         if self._writer_lock_fd is None:
             self._writer_lock_fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(self._writer_lock_fd, fcntl.LOCK_EX)
+        line = _process_lines.of(path)
+        budget = current_budget()
+        if budget is None:
+            line.acquire()
+        else:
+            _take_within(line, budget)
+        try:
+            if budget is None:
+                fcntl.flock(self._writer_lock_fd, fcntl.LOCK_EX)
+            else:
+                self._writer_lock_fd = _flock_within(self._writer_lock_fd, path, budget)
+        except BaseException:
+            line.release()
+            raise
+        self._writer_lock_line = line
         self._writer_lock_held = True
 
     def _writer_lock_release(self) -> None:
         if self._writer_lock_held and self._writer_lock_fd is not None:
             fcntl.flock(self._writer_lock_fd, fcntl.LOCK_UN)
+        if self._writer_lock_line is not None:
+            self._writer_lock_line.release()
+            self._writer_lock_line = None
         self._writer_lock_held = False
 
     def _start_transaction_under_autocommit(self) -> None:

@@ -1,0 +1,111 @@
+"""Django's PostgreSQL backend, whose waits on the server end with the request's budget.
+
+psycopg runs every exchange with the server (a query, a fetch, a commit, Django's health
+check ``SELECT 1``) through ``Connection.wait``, which takes a timeout that nothing passes.
+``DeadlineConnection`` passes what is left of the request's database budget
+(``aimemory_site.db_deadline``), so a server that accepted the connection and then fell
+silent (a stalled host, a hung proxy, a full disk) cannot hold a request: the wait gives
+up on the request's own thread, the connection is closed (its protocol state is
+unknowable once an answer is abandoned) and ``DatabaseTimeout`` reaches the 503 answer.
+Django drops the closed connection at the end of the request (``CONN_HEALTH_CHECKS``), and
+the next request connects afresh: recovery needs no restart. A new connection gets a
+``connect_timeout`` within the budget too.
+
+Nothing changes outside a request: a migration or a management command waits on the
+server as long as it must.
+"""
+
+from __future__ import annotations
+
+from time import monotonic
+from typing import Any, TypeVar
+
+import psycopg
+from django.db.backends.postgresql import base
+from django.utils.functional import cached_property
+from psycopg.abc import PQGen
+
+from aimemory_site.db_deadline import (
+    DatabaseTimeout,
+    TimeoutTranslatingErrors,
+    bounded_outside_requests,
+    current_budget,
+)
+
+RV = TypeVar("RV")
+
+# libpq (and psycopg) never wait less than 2 s for a connect: with less left, do not try.
+_MIN_CONNECT_SECONDS = 2
+
+
+class _DeadlinePassed(psycopg.OperationalError):
+    """psycopg's side of ``DatabaseTimeout``: the server did not answer within the budget."""
+
+
+class DeadlineConnection(psycopg.Connection[Any]):
+    """A psycopg connection whose waits on the server end with the request's budget."""
+
+    def wait(self, gen: PQGen[RV], interval: float = 0.1, timeout: float | None = None) -> RV:
+        budget = current_budget()
+        if budget is None:
+            return super().wait(gen, interval, timeout)
+        left = budget.remaining
+        if left <= 0:
+            # Nothing was sent yet (the generator has not started): the connection is intact.
+            raise _DeadlinePassed("the request's time for the database is used up")
+        bounded = left if timeout is None else min(timeout, left)
+        started = monotonic()
+        try:
+            return super().wait(gen, interval, bounded)
+        except psycopg.errors._WaitTimeout:  # psycopg asks its callers to convert it
+            if timeout is not None and timeout <= left:
+                raise  # the caller's own, shorter timeout
+            # The server may still answer what was sent: nothing can use this line again.
+            self.close()
+            raise _DeadlinePassed(
+                f"the database did not answer within {bounded:.1f}s; the connection was closed"
+            ) from None
+        finally:
+            budget.remaining -= monotonic() - started
+
+
+class _PsycopgWithDeadlines:
+    """The psycopg module as Django's backend uses it (``DatabaseWrapper.Database``), except
+    that ``connect()`` makes a ``DeadlineConnection``."""
+
+    connect = DeadlineConnection.connect
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(psycopg, name)
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    return isinstance(exc, _DeadlinePassed | psycopg.errors.ConnectionTimeout)
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    Database = _PsycopgWithDeadlines()
+
+    @cached_property
+    def wrap_database_errors(self) -> TimeoutTranslatingErrors:
+        return TimeoutTranslatingErrors(self, _is_timeout)
+
+    def get_new_connection(self, conn_params: Any) -> Any:
+        budget = current_budget()
+        if budget is None:
+            return super().get_new_connection(conn_params)
+        configured = float(conn_params.get("connect_timeout") or budget.remaining)
+        seconds = int(min(configured, budget.remaining))
+        if seconds < _MIN_CONNECT_SECONDS:
+            raise DatabaseTimeout("too little of the request's time is left to connect")
+        started = monotonic()
+        try:
+            return super().get_new_connection({**conn_params, "connect_timeout": seconds})
+        finally:
+            budget.remaining -= monotonic() - started
+
+    def is_usable(self) -> bool:
+        # Django runs this check outside a request too (the request_started and
+        # request_finished signals): a silent server must not hold it either.
+        with bounded_outside_requests():
+            return super().is_usable()

@@ -1,0 +1,136 @@
+"""One time budget for the database waits of a request (DESIGN.md section 14).
+
+A database that stops answering must not hold a request: every route answers 503
+``database_unavailable`` within 5 s. ``DatabaseDeadlineMiddleware`` gives each request
+``REQUEST_DATABASE_SECONDS`` of database waiting in total, and our backends spend it:
+
+- PostgreSQL (``aimemory_site.backends.postgresql``): every wait of psycopg on the server's
+  socket (a query, a fetch, a commit, the health check) is given what is left, and a
+  connect gets a ``connect_timeout`` within it. A server that accepts and then stays
+  silent is cut off client-side, on the request's own thread: no watchdog thread and no
+  server-side ``statement_timeout``, which a silent server would never apply.
+- SQLite (``aimemory_site.backends.sqlite3``): the writer queue (``flock``) and SQLite's
+  busy timeout wait at most what is left.
+
+A wait that runs out raises ``DatabaseTimeout`` (an ``OperationalError``), which
+``MachineErrorMiddleware`` answers with the 503; ``/healthz`` names it ``"timeout"``. A
+PostgreSQL connection whose answer was abandoned is closed, and Django drops it at the end
+of the request (``CONN_HEALTH_CHECKS``), so the server heals by itself as soon as the
+database answers again; on SQLite nothing is broken, the next writer simply gets its turn.
+
+Known slack: SQLite's busy timeout follows the budget in 250 ms steps (a wait may overrun
+by less than one), and a PostgreSQL ``DATABASE_URL`` naming several hosts (or a name with
+several addresses) gets the connect timeout once per address, as psycopg tries them in
+turn.
+
+Outside a request (migrations, management commands, ``ai-memory serve`` before gunicorn
+starts) there is no budget: a long migration takes the time it needs.
+
+A gunicorn gthread worker never times out a request by itself (its ``--timeout`` only
+watches the worker's heartbeat, which its main loop keeps beating while a request thread
+hangs). With the budget, a request stuck on the database gives up after at most
+``REQUEST_DATABASE_SECONDS`` plus the time to render its 503, and the worker thread is free
+for the next request; nothing else is needed from gunicorn. Waits that are not on the
+database carry their own bounds (admission webhooks: ``timeout_ms``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+from django.db import OperationalError
+from django.db.utils import DatabaseErrorWrapper
+from django.http import HttpRequest, HttpResponse
+
+# Well under the 5 s of DESIGN.md section 14: what is left covers the 503 itself.
+REQUEST_DATABASE_SECONDS = 3.0
+
+
+class DatabaseTimeout(OperationalError):
+    """The database did not answer within the time allowed (it may be stalled, or
+    locked by a writer that holds on)."""
+
+
+class Budget:
+    """Seconds of database waiting a request has left. Owned by one thread."""
+
+    __slots__ = ("remaining",)
+
+    def __init__(self, seconds: float) -> None:
+        self.remaining = seconds  # the backends subtract each wait as it ends
+
+
+_state = threading.local()
+
+
+def current_budget() -> Budget | None:
+    """The budget of the request this thread is serving; None outside a request."""
+    budget: Budget | None = getattr(_state, "budget", None)
+    return budget
+
+
+@contextmanager
+def database_budget(seconds: float = REQUEST_DATABASE_SECONDS) -> Iterator[Budget]:
+    """Bound the database waits of this thread, in total, to ``seconds`` while open."""
+    previous = current_budget()
+    budget = Budget(seconds)
+    _state.budget = budget
+    try:
+        yield budget
+    finally:
+        _state.budget = previous
+
+
+@contextmanager
+def bounded_outside_requests() -> Iterator[None]:
+    """The request's budget in a request, a budget of its own outside one: for checks that
+    must never wait long (a health check of a connection), even when no request runs."""
+    if current_budget() is not None:
+        yield
+        return
+    with database_budget():
+        yield
+
+
+class DatabaseDeadlineMiddleware:
+    """Give every request ``REQUEST_DATABASE_SECONDS`` of database waiting in total.
+
+    First in ``MIDDLEWARE``, so that the waits of every other middleware (sessions, the
+    user, the rate limit) count too. Django's own connection checks around a request
+    (``close_old_connections``) run outside it and are bounded by the backends.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        with database_budget():
+            return self.get_response(request)
+
+
+class TimeoutTranslatingErrors(DatabaseErrorWrapper):
+    """Django's translation of driver errors (``wrap_database_errors``), which also raises
+    ``DatabaseTimeout`` for a driver error that ``is_timeout`` recognises as one."""
+
+    wrapper: Any  # the DatabaseWrapper, set by Django's __init__ (missing in django-stubs)
+
+    def __init__(self, wrapper: Any, is_timeout: Callable[[BaseException], bool]) -> None:
+        super().__init__(wrapper)
+        self.is_timeout = is_timeout
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc_value is None:
+            return  # the common case, first and cheap: this runs around every call
+        if self.is_timeout(exc_value):
+            self.wrapper.errors_occurred = True  # the connection may be gone: check it
+            raise DatabaseTimeout(*exc_value.args).with_traceback(traceback) from exc_value
+        super().__exit__(exc_type, exc_value, traceback)
