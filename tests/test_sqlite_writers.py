@@ -69,3 +69,26 @@ def test_eight_writers_all_finish_without_database_is_locked(live_server: LiveSe
     assert {status for batch in results for status in batch} == {200, 201}
     assert Message.objects.count() == 8 * 15
     assert not Message.objects.filter(state=Message.State.PENDING).exists()
+
+
+def test_connections_leave_checkpoints_to_the_checkpointer(db: None) -> None:
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_autocheckpoint")
+        assert cursor.fetchone()[0] == 0
+
+
+def test_commits_are_checkpointed_outside_the_writer_lock(db: None) -> None:
+    from aimemory_site.backends.sqlite3.base import CHECKPOINT_EVERY_COMMITS, checkpointer
+
+    project = make_project(None, "default", "project-a")
+    runs_before = checkpointer.runs
+    for n in range(CHECKPOINT_EVERY_COMMITS):
+        with transaction.atomic():
+            Message.objects.create(to_project=project, from_project=project, body=f"#{n}")
+    with checkpointer.finished:
+        assert checkpointer.finished.wait_for(lambda: checkpointer.runs > runs_before, 30)
+        result = checkpointer.last_result
+    assert result is not None
+    busy, wal_frames, copied = result
+    assert wal_frames > 0 and copied > 0  # the WAL was copied back into the database

@@ -27,6 +27,7 @@ writer waits its turn however long it takes, and the busy timeout is the configu
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import queue
 import sqlite3
@@ -38,6 +39,8 @@ from typing import Any
 from django.db.backends.sqlite3 import base
 
 from aimemory_site.db_deadline import Budget, DatabaseTimeout, current_budget
+
+logger = logging.getLogger(__name__)
 
 # The busy timeout follows the budget in steps (rounded up, so a wait may overrun the
 # budget by less than one step), so that a request sets it again only after it has
@@ -150,10 +153,80 @@ class _ProcessLines:
 
 _process_lines = _ProcessLines()
 
+# SQLite's own checkpoint (copying the WAL back into the database file, then an fsync)
+# runs inside the COMMIT that takes the WAL over its threshold, while that writer still
+# holds the writer lock, so every writer queued behind it waits for the copy: the tail
+# of the send and pop latencies. Connections here commit with the automatic checkpoint
+# off, and a thread of the process checkpoints every this many commits of its own,
+# outside the lock, as PASSIVE (it never blocks a writer or a reader). SQLite's
+# default threshold is 1,000 pages; a send writes about five.
+CHECKPOINT_EVERY_COMMITS = 200
+
+
+class _Checkpointer:
+    """A daemon thread with its own connection that runs ``PRAGMA wal_checkpoint(PASSIVE)``
+    when asked; asking again while it runs makes one more run, not a queue."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Start idle; also in a forked child, where the parent's thread does not exist."""
+        self._guard = threading.Lock()
+        self._wanted = threading.Event()
+        self._commits = 0
+        self._path: str | None = None
+        self._thread: threading.Thread | None = None
+        self.runs = 0  # finished checkpoints, for tests and logs
+        self.finished = threading.Condition()
+        self.last_result: tuple[int, int, int] | None = None  # (busy, wal frames, copied)
+
+    def commit_done(self, path: str) -> None:
+        with self._guard:
+            self._commits += 1
+            if self._commits < CHECKPOINT_EVERY_COMMITS:
+                return
+            self._commits = 0
+            self._path = path
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve, name="sqlite-checkpoint", daemon=True
+                )
+                self._thread.start()
+        self._wanted.set()
+
+    def _serve(self) -> None:
+        connection: sqlite3.Connection | None = None
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            try:
+                if connection is None:
+                    assert self._path is not None
+                    connection = sqlite3.connect(self._path, timeout=5, isolation_level=None)
+                row = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                result = (int(row[0]), int(row[1]), int(row[2]))
+            except sqlite3.Error:
+                # The next commits ask again; SQLite also checkpoints when the last
+                # connection to the database closes.
+                logger.warning("SQLite checkpoint failed", exc_info=True)
+                if connection is not None:
+                    connection.close()
+                connection = None
+                result = None
+            with self.finished:
+                self.last_result = result
+                self.runs += 1
+                self.finished.notify_all()
+
+
+checkpointer = _Checkpointer()
+
 
 def _after_fork_in_child() -> None:
     _lock_waiters.reset()
     _process_lines.reset()
+    checkpointer.reset()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -241,6 +314,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
         wanted = self._wanted_busy_timeout_ms()
         connection = super().get_new_connection({**conn_params, "timeout": wanted / 1000})
         self._busy_timeout_ms = wanted
+        if self._writer_lock_path() is not None:
+            connection.execute("PRAGMA wal_autocheckpoint = 0")  # see CHECKPOINT_EVERY_COMMITS
         return connection
 
     def create_cursor(self, name: Any | None = None) -> Any:
@@ -300,6 +375,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
             super()._commit()  # type: ignore[misc]  # private in django-stubs
         finally:
             self._writer_lock_release()
+        path = self.settings_dict["NAME"]
+        if self._writer_lock_path() is not None:
+            checkpointer.commit_done(str(path))
 
     def _rollback(self) -> None:
         try:
