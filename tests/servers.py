@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
 
 
 def free_port() -> int:
@@ -30,3 +38,20 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 60
         except (urllib.error.URLError, ConnectionError):
             time.sleep(0.2)  # polling a process we do not control; no barrier exists
     raise AssertionError(f"{url} did not answer within {deadline_s}s")
+
+
+@contextmanager
+def fresh_postgres_database(prefix: str = "aimemory_serve") -> Iterator[str]:
+    """A new, empty database on the PostgreSQL server of DATABASE_URL; dropped after."""
+    url = urlsplit(os.environ["DATABASE_URL"])
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    admin_url = urlunsplit(url._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield urlunsplit(url._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )

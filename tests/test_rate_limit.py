@@ -30,9 +30,9 @@ from projects.models import ApiToken, Project, RateWindow
 from projects.rate_limits import RateLimit, rate_limit_parse
 from tests.conftest import SEND, B, Persona
 from tests.mcp_raw import RawMcp, error_of
-from tests.servers import free_port, wait_healthy
+from tests.servers import free_port, fresh_postgres_database, wait_healthy
 from tests.test_error_answers import database_unreachable
-from tests.test_serve import _fresh_postgres_database, _serve
+from tests.test_serve import _serve
 
 MIDDLEWARE = "aimemory_site.rate_limit_middleware.RateLimitMiddleware"
 COMMONS = {"workspace": "default", "project": "commons"}
@@ -292,7 +292,7 @@ def test_the_count_is_shared_by_every_worker_and_every_server_of_one_database(
     logs: list[str] = []
     with ExitStack() as stack:
         if os.environ.get("DATABASE_URL", "").startswith("postgres"):
-            env["DATABASE_URL"] = stack.enter_context(_fresh_postgres_database())
+            env["DATABASE_URL"] = stack.enter_context(fresh_postgres_database())
         ports = []
         for _ in range(2):  # one after the other: the first one migrates the database
             port = free_port()

@@ -21,15 +21,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from aimemory_site.middleware import DRAIN_LIMIT_FACTOR
 from tests.conftest import SEND
-from tests.servers import free_port, wait_healthy
+from tests.servers import free_port, fresh_postgres_database, wait_healthy
 
 pytestmark = pytest.mark.slow
 
@@ -182,22 +179,11 @@ class Server:
 @contextmanager
 def _database_url() -> Iterator[str | None]:
     """On PostgreSQL runs, a fresh database on the server of DATABASE_URL; else SQLite."""
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith("postgres"):
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         yield None
         return
-    parts = urlsplit(url)
-    name = f"aimemory_bodies_{uuid.uuid4().hex[:12]}"
-    admin_url = urlunsplit(parts._replace(path="/postgres"))
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield urlunsplit(parts._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+    with fresh_postgres_database("aimemory_bodies") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

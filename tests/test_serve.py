@@ -8,18 +8,12 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from aimemory_site.lib.binding import is_loopback
-from tests.servers import free_port, wait_healthy
+from tests.servers import free_port, fresh_postgres_database, wait_healthy
 
 
 def _serve(data_dir: Path, *args: str, **env: str) -> subprocess.Popen[bytes]:
@@ -33,23 +27,6 @@ def _serve(data_dir: Path, *args: str, **env: str) -> subprocess.Popen[bytes]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
-
-
-@contextmanager
-def _fresh_postgres_database() -> Iterator[str]:
-    """A new, empty database on the PostgreSQL server of DATABASE_URL; dropped after."""
-    url = urlsplit(os.environ["DATABASE_URL"])
-    name = f"aimemory_serve_{uuid.uuid4().hex[:12]}"
-    admin_url = urlunsplit(url._replace(path="/postgres"))
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield urlunsplit(url._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
 
 
 @pytest.mark.slow
@@ -74,7 +51,7 @@ def test_serve_answers_healthz_from_a_fresh_data_dir(tmp_path: Path) -> None:
 )
 def test_serve_on_postgresql_runs_several_workers(tmp_path: Path) -> None:
     port = free_port()
-    with _fresh_postgres_database() as database_url:
+    with fresh_postgres_database() as database_url:
         proc = _serve(tmp_path / "data", "--bind", f"127.0.0.1:{port}", DATABASE_URL=database_url)
         try:
             assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
@@ -93,7 +70,7 @@ def test_serve_on_postgresql_runs_several_workers(tmp_path: Path) -> None:
 )
 def test_two_servers_starting_together_on_an_empty_database_both_serve(tmp_path: Path) -> None:
     ports = [free_port(), free_port()]
-    with _fresh_postgres_database() as database_url:
+    with fresh_postgres_database() as database_url:
         procs = [
             _serve(
                 tmp_path / f"data{n}",

@@ -90,5 +90,5 @@ def test_commits_are_checkpointed_outside_the_writer_lock(db: None) -> None:
         assert checkpointer.finished.wait_for(lambda: checkpointer.runs > runs_before, 30)
         result = checkpointer.last_result
     assert result is not None
-    busy, wal_frames, copied = result
+    _busy, wal_frames, copied = result
     assert wal_frames > 0 and copied > 0  # the WAL was copied back into the database
