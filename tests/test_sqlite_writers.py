@@ -92,3 +92,19 @@ def test_commits_are_checkpointed_outside_the_writer_lock(db: None) -> None:
     assert result is not None
     _busy, wal_frames, copied = result
     assert wal_frames > 0 and copied > 0  # the WAL was copied back into the database
+
+
+def test_a_few_large_transactions_are_checkpointed_too(db: None) -> None:
+    from aimemory_site.backends.sqlite3.base import CHECKPOINT_EVERY_WAL_GROWTH_BYTES, checkpointer
+
+    project = make_project(None, "default", "project-a")
+    runs_before = checkpointer.runs
+    body = "x" * 4000
+    rows = 2 * CHECKPOINT_EVERY_WAL_GROWTH_BYTES // len(body)
+    for _ in range(2):  # far fewer commits than CHECKPOINT_EVERY_COMMITS
+        with transaction.atomic():
+            Message.objects.bulk_create(
+                Message(to_project=project, from_project=project, body=body) for _ in range(rows)
+            )
+    with checkpointer.finished:
+        assert checkpointer.finished.wait_for(lambda: checkpointer.runs > runs_before, 30)

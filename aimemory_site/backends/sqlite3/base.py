@@ -33,6 +33,7 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from time import monotonic
 from typing import Any
 
@@ -158,9 +159,12 @@ _process_lines = _ProcessLines()
 # holds the writer lock, so every writer queued behind it waits for the copy: the tail
 # of the send and pop latencies. Connections here commit with the automatic checkpoint
 # off, and a thread of the process checkpoints every this many commits of its own,
-# outside the lock, as PASSIVE (it never blocks a writer or a reader). SQLite's
-# default threshold is 1,000 pages; a send writes about five.
+# outside the lock, as PASSIVE (it never blocks a writer or a reader), and also when
+# the WAL file has grown by a few MiB since it last asked, which a few large
+# transactions (a bulk load) do without many commits. SQLite's default threshold is 1,000
+# pages (4 MiB); a send writes about five.
 CHECKPOINT_EVERY_COMMITS = 200
+CHECKPOINT_EVERY_WAL_GROWTH_BYTES = 4 * 1024 * 1024
 
 
 class _Checkpointer:
@@ -175,6 +179,7 @@ class _Checkpointer:
         self._guard = threading.Lock()
         self._wanted = threading.Event()
         self._commits = 0
+        self._wal_size_asked = 0  # the WAL file's size when a checkpoint was last asked for
         self._path: str | None = None
         self._thread: threading.Thread | None = None
         self.runs = 0  # finished checkpoints, for tests and logs
@@ -182,11 +187,18 @@ class _Checkpointer:
         self.last_result: tuple[int, int, int] | None = None  # (busy, wal frames, copied)
 
     def commit_done(self, path: str) -> None:
+        try:
+            # The file only grows: a checkpoint lets SQLite reuse it from its start.
+            wal_size = Path(f"{path}-wal").stat().st_size
+        except OSError:
+            wal_size = 0
         with self._guard:
             self._commits += 1
-            if self._commits < CHECKPOINT_EVERY_COMMITS:
+            grown = wal_size - self._wal_size_asked >= CHECKPOINT_EVERY_WAL_GROWTH_BYTES
+            if self._commits < CHECKPOINT_EVERY_COMMITS and not grown:
                 return
             self._commits = 0
+            self._wal_size_asked = wal_size
             self._path = path
             if self._thread is None:
                 self._thread = threading.Thread(
