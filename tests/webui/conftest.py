@@ -1,12 +1,18 @@
-"""Web mailbox helpers: read a page as text, and pick out its parts."""
+"""Web mailbox helpers: read a page as text, pick out its parts, and Debian's Chromium
+under Playwright for the tests that drive a real browser."""
 
 from __future__ import annotations
 
 import html
 import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
 from django.http import HttpResponse
 from django.test import Client
+from playwright.sync_api import Browser, sync_playwright
 
 from aimemory_site.lib.principal import Principal
 from messaging.models import Message
@@ -84,3 +90,37 @@ def deliver(
         body=body,
         subject=subject,
     ).message
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+# For a module's pytestmark: the browser tests need the system's Chromium.
+needs_chromium = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="Debian Chromium is not installed at /usr/bin/chromium (apt-get install chromium)",
+)
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    """Chromium, headless. Request it after the fixtures that write test data: while
+    Playwright's sync API runs, its event loop makes Django refuse the ORM in this thread."""
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+    # Chromium keeps its connections alive, and a live-server request thread closes its
+    # (persistent) database connection only when its socket closes. Wait for those threads,
+    # or PostgreSQL refuses to drop the test database because they are still connected.
+    for thread in threading.enumerate():
+        if thread.name.endswith("(process_request_thread)"):
+            thread.join(timeout=10)

@@ -5,54 +5,23 @@ Saves light and dark screenshots under ``test-artifacts/`` (git-ignored) for a h
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Route, expect
 from pytest_django.live_server_helper import LiveServer
 
 from tests.conftest import Persona, make_project
-from tests.webui.conftest import deliver
+from tests.webui.conftest import deliver, needs_chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 TOOLTIP = "Messages from other projects waiting for an agent here"
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.slow,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(),
-        reason="Debian Chromium is not installed at /usr/bin/chromium (apt-get install chromium)",
-    ),
+    needs_chromium,
 ]
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    """Chromium, headless. Request it after the fixtures that write test data: while
-    Playwright's sync API runs, its event loop makes Django refuse the ORM in this thread."""
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-    # Chromium keeps its connections alive, and a live-server request thread closes its
-    # (persistent) database connection only when its socket closes. Wait for those threads,
-    # or PostgreSQL refuses to drop the test database because they are still connected.
-    for thread in threading.enumerate():
-        if thread.name.endswith("(process_request_thread)"):
-            thread.join(timeout=10)
 
 
 @pytest.fixture

@@ -7,12 +7,10 @@ Saves light, dark and phone screenshots under ``test-artifacts/`` (git-ignored).
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 from pytest_django.live_server_helper import LiveServer
 
 from aimemory_site.lib.principal import Principal
@@ -20,27 +18,15 @@ from messaging.decisions import decision_body_write, decision_subject
 from messaging.models import Message
 from messaging.services import message_send
 from tests.conftest import Persona, make_project
+from tests.webui.conftest import needs_chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.slow,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(),
-        reason="Debian Chromium is not installed at /usr/bin/chromium (apt-get install chromium)",
-    ),
+    needs_chromium,
 ]
 
 # Records violations of the Content-Security-Policy; init scripts run in each new
@@ -51,21 +37,6 @@ document.addEventListener("securitypolicyviolation", (event) => {
   window.cspViolations.push(`${event.violatedDirective} ${event.blockedURI}`);
 });
 """
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    """Chromium, headless. Request it after the fixtures that write test data: while
-    Playwright's sync API runs, its event loop makes Django refuse the ORM in this thread."""
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-    # A live-server request thread closes its database connection only when Chromium's
-    # kept-alive socket closes; wait for them, or PostgreSQL cannot drop the test database.
-    for thread in threading.enumerate():
-        if thread.name.endswith("(process_request_thread)"):
-            thread.join(timeout=10)
 
 
 @pytest.fixture
