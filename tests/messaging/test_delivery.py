@@ -4,6 +4,7 @@ retries, and what a send says arrived."""
 from __future__ import annotations
 
 import json
+import threading
 from datetime import timedelta
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from messaging import services
 from messaging.models import Message, PopRequest
 from messaging.notices import SECURITY_NOTICE
 from projects.models import Project
@@ -312,6 +314,25 @@ def test_old_keys_and_request_ids_are_purged_by_the_command(api: ApiCall) -> Non
     assert Message.objects.get(pk=old).idempotency_key is None
     assert Message.objects.get(pk=fresh).idempotency_key == "fresh"
     assert list(PopRequest.objects.values_list("request_id", flat=True)) == ["fresh-pop"]
+
+
+@pytest.mark.django_db(transaction=True)  # the purge runs on a thread of its own
+def test_sends_purge_old_keys_in_the_background_now_and_then(
+    api: ApiCall, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = _send(api, idempotency_key="old")["message_id"]
+    Message.objects.filter(pk=old).update(created_at=timezone.now() - timedelta(hours=25))
+    monkeypatch.setattr(services, "PURGE_EVERY_SENDS", 2)
+    monkeypatch.setattr(services, "_sends_since_purge", 0)
+
+    _send(api)
+    assert Message.objects.get(pk=old).idempotency_key == "old"  # one send: not yet
+    _send(api)
+    for thread in threading.enumerate():
+        if thread.name == "retry-ids-purge":
+            thread.join(timeout=30)
+
+    assert Message.objects.get(pk=old).idempotency_key is None
 
 
 def test_a_repeated_pop_over_mcp_answers_the_same(mcp: RawMcp, api: ApiCall) -> None:
