@@ -188,18 +188,25 @@ class _Checkpointer:
 
     def commit_done(self, path: str) -> None:
         try:
-            # The file only grows: a checkpoint lets SQLite reuse it from its start.
+            # The file only grows: after a checkpoint SQLite writes it again from its
+            # start, so what fits in its old size goes unseen here, which is the point:
+            # this trigger bounds the file, the commit count the work behind each run.
             wal_size = Path(f"{path}-wal").stat().st_size
         except OSError:
             wal_size = 0
         with self._guard:
+            if path != self._path or wal_size < self._wal_size_asked:
+                # Another database (tests), or the WAL file was truncated or deleted and
+                # begun again since the last ask: all of it is new.
+                self._path = path
+                self._commits = 0
+                self._wal_size_asked = 0
             self._commits += 1
             grown = wal_size - self._wal_size_asked >= CHECKPOINT_EVERY_WAL_GROWTH_BYTES
             if self._commits < CHECKPOINT_EVERY_COMMITS and not grown:
                 return
             self._commits = 0
             self._wal_size_asked = wal_size
-            self._path = path
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._serve, name="sqlite-checkpoint", daemon=True
@@ -209,13 +216,20 @@ class _Checkpointer:
 
     def _serve(self) -> None:
         connection: sqlite3.Connection | None = None
+        connected_to: str | None = None
         while True:
             self._wanted.wait()
             self._wanted.clear()
             try:
+                with self._guard:
+                    path = self._path
+                assert path is not None
+                if connection is not None and connected_to != path:
+                    connection.close()
+                    connection = None
                 if connection is None:
-                    assert self._path is not None
-                    connection = sqlite3.connect(self._path, timeout=5, isolation_level=None)
+                    connection = sqlite3.connect(path, timeout=5, isolation_level=None)
+                    connected_to = path
                 row = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                 result = (int(row[0]), int(row[1]), int(row[2]))
             except sqlite3.Error:
