@@ -172,16 +172,16 @@ def home_page(principal: Principal) -> HomePage:
     latest = Activity.objects.filter(project=OuterRef("pk")).order_by("-created_at", "-id")
     # Rows, not model instances: building a Project and a Workspace per card cost more
     # than the query at a thousand projects.
+    readable = readable_projects(principal)
     rows = list(
-        readable_projects(principal)
-        .annotate(
+        readable.annotate(
             last_activity_at=Subquery(latest.values("created_at")[:1]),
             last_activity_summary=Subquery(latest.values("summary")[:1]),
         )
         .order_by("workspace__name", "name")
         .values_list("pk", "workspace__name", "name", "last_activity_at", "last_activity_summary")
     )
-    counts = pending_counts(row[0] for row in rows)
+    counts = pending_counts(readable)
     cards = [
         ProjectCard(
             name=ProjectName(workspace=workspace, project=name),
