@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+from pathlib import Path
 
 import httpx
 import pytest
@@ -112,3 +113,45 @@ def test_a_few_large_transactions_are_checkpointed_too(db: None) -> None:
             )
     with checkpointer.finished:
         assert checkpointer.finished.wait_for(lambda: checkpointer.runs > runs_before, 30)
+
+
+def _lock_file_held_elsewhere(tmp_path: Path) -> tuple[str, int, int]:
+    """A lock file, a descriptor holding its lock, and a second descriptor to try with."""
+    path = str(tmp_path / "db.writer-lock")
+    held = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    return path, held, os.open(path, os.O_RDWR)
+
+
+def test_a_polled_writer_lock_that_stays_held_is_left_to_the_kernel_queue(
+    tmp_path: Path,
+) -> None:
+    from aimemory_site.backends.sqlite3.base import _FLOCK_POLL_SECONDS, _flock_polled
+    from aimemory_site.db_deadline import Budget
+
+    _path, held, fd = _lock_file_held_elsewhere(tmp_path)
+    budget = Budget(3.0)
+    try:
+        assert not _flock_polled(fd, budget)
+        # It polled for about its window (a loaded machine oversleeps), and the time counts
+        # against the budget.
+        assert 3.0 - 1.0 <= budget.remaining <= 3.0 - _FLOCK_POLL_SECONDS / 2
+        fcntl.flock(held, fcntl.LOCK_UN)
+        assert _flock_polled(fd, budget)  # free after the first pause
+    finally:
+        os.close(held)
+        os.close(fd)
+
+
+def test_polling_for_the_writer_lock_never_outlasts_the_budget(tmp_path: Path) -> None:
+    from aimemory_site.backends.sqlite3.base import _flock_polled
+    from aimemory_site.db_deadline import Budget
+
+    _path, held, fd = _lock_file_held_elsewhere(tmp_path)
+    budget = Budget(0.0)
+    try:
+        assert not _flock_polled(fd, budget)
+        assert budget.remaining <= 0.0
+    finally:
+        os.close(held)
+        os.close(fd)

@@ -34,7 +34,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from time import monotonic
+from time import monotonic, sleep
 from typing import Any
 
 from django.db.backends.sqlite3 import base
@@ -50,6 +50,11 @@ _BUSY_TIMEOUT_STEP_MS = 250
 # Helper threads blocked in flock at once, per process: when a writer holds on for minutes,
 # each request abandons a waiter; past this many, requests give up without queueing.
 _MAX_LOCK_WAITERS = 64
+# A writer lock held by another process is first polled for this long, in pauses from the
+# first to the longest (see _flock_polled), before a helper thread queues for it.
+_FLOCK_POLL_SECONDS = 0.005
+_FLOCK_POLL_FIRST_PAUSE = 0.0001
+_FLOCK_POLL_MAX_PAUSE = 0.001
 _HELD_TOO_LONG = "another writer held the database for longer than this request can wait"
 
 
@@ -268,6 +273,33 @@ def _take_within(line: threading.Lock, budget: Budget) -> None:
         raise DatabaseTimeout(_HELD_TOO_LONG)
 
 
+def _flock_polled(fd: int, budget: Budget) -> bool:
+    """Try for the writer lock on ``fd`` a few times over ``_FLOCK_POLL_SECONDS`` (within
+    ``budget``); True once held.
+
+    The holder is nearly always another worker of this server inside a transaction of a
+    fraction of a millisecond. Handing the wait to a helper thread (a queue, two thread
+    wake-ups, each behind the GIL) cost a send and a pop about a tenth of their rate at
+    8 clients; a few short sleeps usually see the lock free. A writer that holds on
+    longer is then queued for in the kernel as before.
+    """
+    started = monotonic()
+    give_up = started + min(_FLOCK_POLL_SECONDS, budget.remaining)
+    pause = _FLOCK_POLL_FIRST_PAUSE
+    try:
+        while monotonic() + pause < give_up:
+            sleep(pause)
+            pause = min(2 * pause, _FLOCK_POLL_MAX_PAUSE)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                pass
+        return False
+    finally:
+        budget.remaining -= monotonic() - started
+
+
 def _flock_within(fd: int, path: str, budget: Budget) -> int:
     """Take the writer lock on ``fd`` at once, or queue for it for what is left of
     ``budget``; return the descriptor that holds it (``fd`` is closed if it is not that
@@ -277,6 +309,8 @@ def _flock_within(fd: int, path: str, budget: Budget) -> int:
         return fd
     except BlockingIOError:
         pass
+    if _flock_polled(fd, budget):
+        return fd
     if budget.remaining > 0:
         started = monotonic()
         job = _LockWait(path)
