@@ -155,3 +155,25 @@ def test_polling_for_the_writer_lock_never_outlasts_the_budget(tmp_path: Path) -
     finally:
         os.close(held)
         os.close(fd)
+
+
+def test_the_wal_starts_again_from_its_beginning_under_steady_writes(
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PASSIVE checkpoints racing steady writes never finish; past the threshold the
+    checkpointer finishes one under the writer lock, so the WAL file stops growing."""
+    from aimemory_site.backends.sqlite3 import base
+
+    threshold = 1024 * 1024
+    monkeypatch.setattr(base, "CHECKPOINT_RESTART_WAL_BYTES", threshold)
+    project = make_project(None, "default", "project-a")
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # not the size earlier tests left
+    restarts_before = base.checkpointer.restarts
+    body = "x" * 4000  # a commit writes about ten pages: some 90 MiB through the WAL
+    for _ in range(10 * base.CHECKPOINT_EVERY_COMMITS):
+        with transaction.atomic():
+            Message.objects.create(to_project=project, from_project=project, body=body)
+    assert base.checkpointer.restarts > restarts_before
+    # The file holds what the commits between two checkpoints wrote, not all of it.
+    assert base._wal_size(str(connection.settings_dict["NAME"])) < 20 * threshold
