@@ -43,9 +43,9 @@ def _database_section(name: str, r: dict[str, Any], peer: dict[str, Any]) -> tup
     claims_per_s = db["claimed"] / db["seconds"] if db["seconds"] else 0.0
     exactly_once = db["claimed"] == contention["claimed"] == db["distinct"]
     scale = [
-        ("send", r["send_c1"], r["scale_send_c1"]),
-        ("pop", r["pop_c1"], r["scale_pop_c1"]),
-        ("list 50", r["list_c1"], r["scale_list_c1"]),
+        ("send", r["empty_send_c1"], r["scale_send_c1"]),
+        ("pop", r["empty_pop_c1"], r["scale_pop_c1"]),
+        ("list 50", r["empty_list_c1"], r["scale_list_c1"]),
     ]
     scale_rows = [
         f"| {label} | {empty['p95_ms']:.2f} | {full['p95_ms']:.2f} | "
@@ -114,7 +114,7 @@ def _database_section(name: str, r: dict[str, Any], peer: dict[str, Any]) -> tup
             claims_per_s / r["pop_c32"]["rps"] >= 0.5,
         ),
         (
-            "p95 at a million rows within 1.3× of empty (send, pop, list)",
+            "p95 at a million rows within 1.3× of before them (send, pop, list)",
             ", ".join(f"{full['p95_ms'] / empty['p95_ms']:.2f}" for _, empty, full in scale),
             all(full["p95_ms"] / empty["p95_ms"] <= 1.3 for _, empty, full in scale),
         ),
@@ -167,10 +167,12 @@ database: {db["distinct"]:,}; exactly once: **{"yes" if exactly_once else "NO"}*
 
 ### Scale: 1,000,000 historical messages over 1,000 projects
 
-p95 at one client, empty database vs after the history was written (database
-{r["size"]["bytes"] / 2**20:,.0f} MiB):
+p95 at one client just before the history was written (the database then holds what this
+run sent, {r["size_before"]["bytes"] / 2**20:,.0f} MiB) and after it (database
+{r["size"]["bytes"] / 2**20:,.0f} MiB; the table vacuumed, analysed and checkpointed first,
+as autovacuum and the checkpointer leave it minutes after such a load):
 
-| operation | empty p95 ms | 1M rows p95 ms | ratio |
+| operation | before p95 ms | 1M rows p95 ms | ratio |
 |---|---|---|---|
 {chr(10).join(scale_rows)}
 
