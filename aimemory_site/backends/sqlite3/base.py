@@ -18,9 +18,10 @@ In a request, every wait ends with the request's database budget
 (``aimemory_site.db_deadline``), so a writer that holds on (a stuck process, a long
 command in another terminal) gets the request a 503 ``database_unavailable`` in time
 rather than a hang: the line is waited in with a timeout; a lock file held by another
-process is queued for in the kernel as before, through a helper thread (``flock`` takes
-no timeout), for at most what is left; and the busy timeout follows what is left. A lock
-that is free costs no thread. Outside a request (migrations, management commands) a
+process is polled for a few milliseconds (the usual holder is another worker's short
+transaction), then queued for in the kernel through a helper thread (``flock`` takes no
+timeout), for at most what is left; and the busy timeout follows what is left. A lock
+that is free, or freed while polled, costs no thread. Outside a request (migrations, management commands) a
 writer waits its turn however long it takes, and the busy timeout is the configured one.
 """
 
@@ -181,7 +182,9 @@ CHECKPOINT_RESTART_WAL_BYTES = 16 * 1024 * 1024
 
 class _Checkpointer:
     """A daemon thread with its own connection that runs ``PRAGMA wal_checkpoint(PASSIVE)``
-    when asked; asking again while it runs makes one more run, not a queue."""
+    when asked, and a RESTART under the writer lock once the WAL holds
+    ``CHECKPOINT_RESTART_WAL_BYTES``; asking again while it runs makes one more run, not a
+    queue."""
 
     def __init__(self) -> None:
         self.reset()
