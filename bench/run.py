@@ -117,7 +117,10 @@ def wrk(base: str, script: str, connections: int, seconds: float, **env: str) ->
 class Server:
     """``ai-memory serve`` on a free port, with the environment of one database."""
 
-    def __init__(self, env: dict[str, str], log: Path) -> None:
+    def __init__(self, env: dict[str, str], log: Path, root: Path = ROOT) -> None:
+        """``root``: the checkout whose code the server and the seeding run (bench.ab
+        starts one per revision)."""
+        self.root = root
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = env
@@ -134,7 +137,7 @@ class Server:
             env=env,
             stdout=self.log,
             stderr=subprocess.STDOUT,
-            cwd=ROOT,
+            cwd=root,
         )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -150,7 +153,7 @@ class Server:
         done = subprocess.run(
             [sys.executable, "-m", "bench.seed", *map(str, arguments)],
             env=self.env,
-            cwd=ROOT,
+            cwd=self.root,
             capture_output=True,
             text=True,
             check=False,

@@ -1,0 +1,88 @@
+"""A/B of two revisions on SQLite: ``python -m bench.ab REV_A REV_B``.
+
+This machine's speed drifts by a third within minutes, so two figures taken a few minutes
+apart compare the machine, not the code. Here both revisions serve at once (each from a
+worktree of its own, started as ``ai-memory serve`` starts), and short wrk runs alternate
+between them, A then B, then B then A; the medians of each and the per-pair ratios are
+printed. ``AB_ROUNDS`` (6), ``AB_SECONDS`` (3) and ``AB_CLIENTS`` (8) set the loads.
+Not part of ``make bench``: it answers "did this change help", not "how fast is it".
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.run import ROOT, SINKS, STOCKED, Server, wrk
+
+ROUNDS = int(os.environ.get("AB_ROUNDS", "6"))
+SECONDS = float(os.environ.get("AB_SECONDS", "3"))
+CLIENTS = int(os.environ.get("AB_CLIENTS", "8"))
+LOADS = {
+    "floor": ("get.lua", {"BENCH_PATH": "/healthz"}),
+    "send": ("send.lua", {"BENCH_SINKS": str(SINKS)}),
+    "pop": ("pop.lua", {"BENCH_SINKS": str(STOCKED)}),
+}
+
+
+def _server(revision: str, workdir: Path) -> Server:
+    checkout = workdir / "checkout"
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", "-q", str(checkout), revision],
+        cwd=ROOT,
+        check=True,
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AI_MEMORY_")}
+    env.pop("DATABASE_URL", None)
+    env["AI_MEMORY_DATA_DIR"] = str(workdir / "data")
+    server = Server(env, workdir / "server.log", root=checkout)
+    server.seed("projects", SINKS)
+    wrk(server.base, "get.lua", CLIENTS, 1, BENCH_PATH="/healthz")  # warm-up
+    return server
+
+
+def main() -> None:
+    revisions = sys.argv[1:3]
+    if len(revisions) != 2:
+        raise SystemExit("usage: python -m bench.ab REV_A REV_B")
+    workdirs = [Path(tempfile.mkdtemp(prefix=f"ab-{label}-")) for label in "AB"]
+    servers: list[Server] = []
+    try:
+        servers = [_server(rev, work) for rev, work in zip(revisions, workdirs, strict=True)]
+        rates: dict[str, list[list[float]]] = {load: [[], []] for load in LOADS}
+        for n in range(ROUNDS):
+            order = (0, 1) if n % 2 == 0 else (1, 0)
+            for load, (script, env) in LOADS.items():
+                for i in order:
+                    if load == "pop":
+                        servers[i].seed("stock", STOCKED, 100)
+                    run = wrk(servers[i].base, script, CLIENTS, SECONDS, **env)
+                    rates[load][i].append(run.rps)
+        print(f"A = {revisions[0]}, B = {revisions[1]}, {CLIENTS} clients, {ROUNDS} rounds")
+        for load, (a, b) in rates.items():
+            pairs = ", ".join(f"{y / x:.2f}" for x, y in zip(a, b, strict=True))
+            median_a, median_b = statistics.median(a), statistics.median(b)
+            print(
+                f"{load}: A {median_a:.0f} req/s, B {median_b:.0f} req/s, "
+                f"B/A {median_b / median_a:.2f} (pairs: {pairs})"
+            )
+    finally:
+        for server in servers:
+            server.stop()
+        for work in workdirs:
+            if (work / "checkout").exists():
+                subprocess.run(
+                    ["git", "worktree", "remove", "--force", str(work / "checkout")],
+                    cwd=ROOT,
+                    check=False,
+                )
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
