@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC
 
 import pytest
 from django.test import Client
 
-from projects.models import Project
+from projects.models import Activity, Project
 from tests.conftest import Persona, make_project
 from tests.messaging.conftest import send
 from tests.webui.conftest import cards, deliver, element, page, text_of
@@ -52,6 +53,18 @@ def test_a_card_shows_the_last_activity(client: Client, three_projects: list[Pro
     by_name = cards(page(client, "/web/"))
     assert text_of(by_name["default/project-b"]) == "project-b 1 inbox message received just now"
     assert text_of(by_name["tools/zeta"]) == "zeta project tools/zeta created just now"
+
+
+def test_a_cards_age_is_a_time_element_with_the_exact_moment(
+    client: Client, three_projects: list[Project]
+) -> None:
+    send(to="project-b")
+    latest = Activity.objects.filter(project__name="project-b").latest("created_at", "id")
+    moment = latest.created_at.astimezone(UTC)  # TIME_ZONE is UTC
+    card = cards(page(client, "/web/"))["default/project-b"]
+    assert (
+        f'<time datetime="{moment.isoformat()}" title="{moment:%Y-%m-%d %H:%M} UTC">just now</time>'
+    ) in card
 
 
 def test_no_summary_and_no_badge_when_nothing_is_pending(
