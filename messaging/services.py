@@ -11,6 +11,7 @@ import logging
 import re
 import threading
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +45,7 @@ from messaging.limits import (
 from messaging.models import Message, PopRequest
 from projects.access import Level, project_access, projects_access
 from projects.models import Activity, AgentSession, Project, Workspace
-from projects.services import activity_insert, activity_new, activity_record, session_agent
+from projects.services import activity_new, activity_record, session_agent
 
 logger = logging.getLogger(__name__)
 
@@ -366,8 +367,9 @@ def message_pop(
     the first call is decided by its unique constraint. Deciding admission webhooks run
     before the claim, so this must not be called inside ``transaction.atomic`` (the
     durable block raises ``RuntimeError`` if it is). Three statements: the access query,
-    the claim (which returns the row and its sender's names), and the activity row; a
-    request id adds its look-up and its record.
+    the claim (which returns the row and its sender's names), and the activity row, which
+    PostgreSQL writes in the claim's statement; a request id adds its look-up and its
+    record.
     """
     inbox = project_access(principal, workspace, project, need=Level.WRITE)
     if request_id is not None:
@@ -397,23 +399,26 @@ def _pop_commit(
     agent: str,
     request_id: str | None,
 ) -> Message | None:
+    # Built before the transaction, as a send's statements are: on SQLite every writer
+    # waits while this one holds the write lock, so only the statements run inside, and
+    # the claimed row is read into a Message after the commit.
+    sql, params = _claim_statement(inbox, message_id, session, agent, principal.owner_name or "")
+    activity = activity_new(
+        project=inbox,
+        kind=Activity.Kind.MESSAGE_CLAIMED,
+        actor=_actor(principal, agent),
+        summary="message claimed",
+    )
+    [activity_values] = insert_parts([activity])[2]
     with transaction.atomic(durable=True):
-        claimed = _claim(inbox, message_id, session, agent, principal.owner_name or "")
+        row = _claim_run(sql, params, activity_values)
         if request_id is not None:
-            PopRequest.objects.create(inbox=inbox, request_id=request_id, message=claimed)
-        if claimed is None:
+            claimed_id = None if row is None else uuid_of(row[_MESSAGE_COLUMN["id"]])
+            PopRequest.objects.create(inbox=inbox, request_id=request_id, message_id=claimed_id)
+        if row is None:
             return None
-        activity_insert(
-            activity_new(
-                project=inbox,
-                kind=Activity.Kind.MESSAGE_CLAIMED,
-                actor=_actor(principal, agent),
-                summary="message claimed",
-                counterpart=claimed.from_project,
-            )
-        )
         admission_observe(MESSAGE_POP, principal=principal, project=inbox, session=session)
-    return claimed
+    return _claimed_message(row, inbox)
 
 
 def _pop_of_request(inbox: Project, request_id: str) -> tuple[bool, Message | None]:
@@ -473,22 +478,25 @@ def _purge_in_background() -> None:
         connections.close_all()  # this thread's own connection
 
 
-def _claim(
+# Where a claim's row and an activity row hold the values the claim fills in.
+_MESSAGE_COLUMN = {field.attname: n for n, field in enumerate(Message._meta.concrete_fields)}
+_ACTIVITY_COLUMN = {field.attname: n for n, field in enumerate(Activity._meta.concrete_fields)}
+_CLAIMED_AT_PARAM = 1  # in the claim's parameters, after the state
+
+
+def _claim_statement(
     inbox: Project,
     message_id: uuid.UUID | None,
     session: AgentSession | None,
     agent: str,
     user: str,
-) -> Message | None:
-    """Claim the oldest pending message of ``inbox`` (or ``message_id``) in one statement.
-
-    Must run inside the pop's transaction. ``claim_oldest_sql`` holds the rule; the row
-    comes back with its sender's names, so nothing is read again. None when nothing was
-    claimed.
-    """
+) -> tuple[str, list[Any]]:
+    """The claim of the oldest pending message of ``inbox`` (or ``message_id``) and its
+    parameters; ``_claim_run`` fills in the claim's moment. ``claim_oldest_sql`` holds
+    the rule."""
     params: list[Any] = [
         Message.State.CLAIMED,
-        db_value(Message, "claimed_at", timezone.now()),
+        None,  # claimed_at
         session.pk if session is not None else None,
         agent,
         user,
@@ -498,15 +506,44 @@ def _claim(
     if message_id is not None:
         params.append(db_value(Message, "id", message_id))
     params.append(Message.State.PENDING)
+    return _claim_sql(connection.vendor, named=message_id is not None), params
+
+
+def _claim_run(sql: str, params: list[Any], activity_values: list[Any]) -> Sequence[Any] | None:
+    """Claim, and record the claim in ``activity_values``'s row; the claimed row (its
+    columns, then its sender's names) or None when nothing was claimed.
+
+    Must run inside the pop's transaction. The claim's moment is taken here, once the
+    write lock is held, so it never comes before the claimed message's ``created_at``.
+    On PostgreSQL the claim and the activity row are one statement; on SQLite (no
+    ``INSERT`` inside a ``WITH``) the activity row follows, its counterpart the sender
+    the claim returned.
+    """
+    moment = db_value(Message, "claimed_at", timezone.now())
+    params[_CLAIMED_AT_PARAM] = moment
+    activity_values[_ACTIVITY_COLUMN["created_at"]] = moment
+    counterpart = _ACTIVITY_COLUMN["counterpart_id"]
     with connection.cursor() as cursor:
-        cursor.execute(_claim_sql(connection.vendor, named=message_id is not None), params)
+        if connection.vendor == "postgresql":
+            del activity_values[counterpart]  # the statement takes it from the claimed row
+            cursor.execute(sql, [*params, *activity_values])
+            row: Sequence[Any] | None = cursor.fetchone()
+            return row
+        cursor.execute(sql, params)
         row = cursor.fetchone()
-    if row is None:
-        return None
+        if row is None:
+            return None
+        activity_values[counterpart] = row[_MESSAGE_COLUMN["from_project_id"]]
+        cursor.execute(_claimed_activity_sql(), activity_values)
+        return row
+
+
+def _claimed_message(row: Sequence[Any], inbox: Project) -> Message:
+    """The Message of a claimed row, with its sender's project and workspace (which came
+    back as extra columns of the row), so nothing is read again."""
     claimed, (sender_name, sender_workspace_id, sender_workspace_name) = model_from_row(
         Message, row
     )
-    # The sender's names came back as extra columns of the row.
     workspace = Workspace.from_db(
         DEFAULT_DB_ALIAS, ["id", "name"], [uuid_of(sender_workspace_id), sender_workspace_name]
     )
@@ -522,15 +559,22 @@ def _claim(
 
 
 @functools.cache
+def _claimed_activity_sql() -> str:
+    table, columns = insert_columns(Activity)
+    return f"INSERT INTO {table} ({columns}) VALUES ({placeholders(len(_ACTIVITY_COLUMN))})"
+
+
+@functools.cache
 def _claim_sql(vendor: str, *, named: bool) -> str:
-    """The claim of ``_claim`` on ``vendor``, of the named message or the oldest; built once."""
+    """The claim of ``_claim_statement`` on ``vendor``, of the named message or the oldest,
+    and on PostgreSQL the activity row with it; built once."""
     table = Message._meta.db_table
     sender = (
         f"(SELECT {{column}} FROM {Project._meta.db_table} p "
         f"JOIN {Workspace._meta.db_table} w ON w.id = p.workspace_id "
         f"WHERE p.id = {table}.from_project_id)"
     )
-    return claim_oldest_sql(
+    claim = claim_oldest_sql(
         Message,
         assignments=[
             "state",
@@ -543,6 +587,19 @@ def _claim_sql(vendor: str, *, named: bool) -> str:
         returning_extra=f", {sender.format(column='p.name')} AS sender_name, "
         f"{sender.format(column='w.id')} AS sender_workspace_id, "
         f"{sender.format(column='w.name')} AS sender_workspace_name",
+    )
+    if vendor != "postgresql":
+        return claim
+    activity_table, activity_columns = insert_columns(Activity)
+    values = ", ".join(
+        "c.from_project_id"
+        if field.attname == "counterpart_id"
+        else f"%s::{field.db_type(connection)}"
+        for field in Activity._meta.concrete_fields
+    )
+    return (
+        f"WITH c AS ({claim}), a AS (INSERT INTO {activity_table} ({activity_columns}) "
+        f"SELECT {values} FROM c) SELECT * FROM c"
     )
 
 

@@ -6,14 +6,13 @@ import secrets
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from aimemory_site.lib.agents import AGENT_OTHER, agent_normalize
 from aimemory_site.lib.errors import BadRequest, Code, Conflict
 from aimemory_site.lib.names import name_invalid_message, name_is_valid
 from aimemory_site.lib.principal import Principal
-from aimemory_site.lib.sql import insert_parts, placeholders
 from projects.access import Level, project_check
 from projects.auth import TOKEN_PREFIX, token_hash
 from projects.models import (
@@ -72,15 +71,6 @@ def activity_new(
         summary=summary[:300],
         counterpart=counterpart,
     )
-
-
-def activity_insert(activity: Activity) -> None:
-    """Save a new activity in one plain INSERT (the hot paths avoid the ORM's compiler)."""
-    table, columns, [values] = insert_parts([activity])
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table} ({columns}) VALUES ({placeholders(len(values))})", values
-        )
 
 
 @transaction.atomic

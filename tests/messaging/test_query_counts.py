@@ -1,5 +1,6 @@
-"""The hot path's statements, pinned on both databases: send and pop in three each,
-cancel and list in a constant few, whatever the inbox holds."""
+"""The hot path's statements, pinned on both databases: send in three, pop in three (two
+on PostgreSQL, where the claim writes its activity row in the same statement), cancel and
+list in a constant few, whatever the inbox holds."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def test_send_is_three_statements(already_pending: int) -> None:
 
 
 @pytest.mark.parametrize("pending", [1, 30])
-def test_pop_is_three_statements(pending: int) -> None:
+def test_pop_is_three_statements_and_two_on_postgresql(pending: int) -> None:
     for n in range(pending):
         _send(n)
 
@@ -75,7 +76,7 @@ def test_pop_is_three_statements(pending: int) -> None:
         claimed = message_pop(principal=ANONYMOUS, workspace=B["workspace"], project=B["project"])
 
     assert claimed is not None
-    assert len(sql) == 3, sql
+    assert len(sql) == (2 if connection.vendor == "postgresql" else 3), sql
 
 
 def test_pop_of_an_empty_inbox_is_two_statements() -> None:
