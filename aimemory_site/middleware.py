@@ -191,11 +191,16 @@ class RequestGuardMiddleware:
 
 
 class MachineErrorMiddleware:
-    """Every error of a machine route answers JSON (DESIGN.md section 14).
+    """Every error of a machine route answers JSON, and the web's are pages of ours
+    (DESIGN.md section 14).
 
-    Django's own answers (a method check's 405, the CSRF 403, ninja's text 405) are
-    rewritten to ``{"detail", "code"}`` with the same status; a database error raised by
-    a view becomes 503 ``database_unavailable`` (an HTML page of ours on the web pages).
+    On machine routes, Django's own answers (a method check's 405, the CSRF 403, ninja's
+    text 405) are rewritten to ``{"detail", "code"}`` with the same status. On the web,
+    the method check's empty 405 becomes our page: Django has no ``handler405`` to render
+    it, as its handlers do the other statuses. A rewritten answer keeps the headers and
+    cookies of the one it replaces (``Allow``, and the security headers the middleware
+    inside this one set). A database error raised by a view becomes 503
+    ``database_unavailable`` (an HTML page of ours on the web pages).
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -203,16 +208,14 @@ class MachineErrorMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if (
-            response.status_code >= 400
-            and is_machine(request)
-            and not response.get("Content-Type", "").startswith("application/json")
-        ):
-            rewritten = machine_error(request, response.status_code)
-            if response.has_header("Allow"):
-                rewritten["Allow"] = response["Allow"]
-            return rewritten
-        return response
+        rewritten = _own_error(request, response)
+        if rewritten is None:
+            return response
+        for header, value in response.items():
+            if header.lower() not in _BODY_HEADERS:
+                rewritten.setdefault(header, value)
+        rewritten.cookies = response.cookies
+        return rewritten
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, DatabaseError):
@@ -221,3 +224,20 @@ class MachineErrorMiddleware:
         if is_machine(request):
             return machine_error(request, 503)
         return error_page("503.html", 503)
+
+
+# Headers that describe the replaced body, not the answer.
+_BODY_HEADERS = frozenset({"content-type", "content-length"})
+
+
+def _own_error(request: HttpRequest, response: HttpResponse) -> HttpResponse | None:
+    """Our answer in place of an error answer Django or a library made, or None to keep it."""
+    if response.status_code < 400:
+        return None
+    if is_machine(request):
+        if response.get("Content-Type", "").startswith("application/json"):
+            return None
+        return machine_error(request, response.status_code)
+    if response.status_code == 405:
+        return error_page("405.html", 405)
+    return None

@@ -28,7 +28,13 @@ MAX_RAW_DETAIL_CHARS = 200
 
 
 class ClientError(CliError):
-    """A request that did not produce a usable answer."""
+    """A request that did not produce a usable answer. ``code`` is the machine code of the
+    server's JSON error body, if it sent one, so a command can say what the failure means
+    for it."""
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class RetryableError(ClientError):
@@ -52,16 +58,18 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _error_detail(raw: bytes, reason: str) -> str:
-    """The server's ``detail`` when the body is the API's error JSON, else the raw text."""
+def _error_detail(raw: bytes, reason: str) -> tuple[str, str | None]:
+    """The server's ``detail`` and ``code`` when the body is the API's error JSON, else
+    the raw text and no code."""
     text = raw.decode("utf-8", errors="replace")
     try:
         parsed = json.loads(text)
     except ValueError:
         parsed = None
     if isinstance(parsed, dict) and isinstance(parsed.get("detail"), str):
-        return _one_line(parsed["detail"])
-    return _one_line(text)[:MAX_RAW_DETAIL_CHARS] or reason
+        code = parsed.get("code")
+        return _one_line(parsed["detail"]), code if isinstance(code, str) else None
+    return _one_line(text)[:MAX_RAW_DETAIL_CHARS] or reason, None
 
 
 @dataclass(frozen=True)
@@ -121,9 +129,11 @@ class ApiClient:
             with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
                 raw = response.read()
         except urllib.error.HTTPError as exc:
-            detail = _error_detail(exc.read(), exc.reason)
+            detail, code = _error_detail(exc.read(), exc.reason)
             error = RetryableError if exc.code in RETRYABLE_STATUSES else ClientError
-            raise error(f"{method} {path}: server returned {exc.code}: {detail}") from exc
+            raise error(
+                f"{method} {path}: server returned {exc.code}: {detail}", code=code
+            ) from exc
         except urllib.error.URLError as exc:
             raise self._unreachable(exc.reason) from exc
         except (TimeoutError, ConnectionError, HTTPException) as exc:

@@ -41,6 +41,9 @@ WAIT_TIMEOUT_DEFAULT_SECONDS = 600.0
 # The poll backoff: the first pause, doubled after every empty poll up to the longest.
 POLL_FIRST_PAUSE_SECONDS = 1.0
 POLL_LONGEST_PAUSE_SECONDS = 30.0
+# The server's code for an unknown project (aimemory_site.lib.errors.Code, which this
+# Django-free client cannot import).
+PROJECT_NOT_FOUND = "project_not_found"
 
 Message = Mapping[str, Any]
 
@@ -220,18 +223,30 @@ def run_answer(args: argparse.Namespace) -> int:
     workspace, _, project = str(reply_project or "").partition("/")
     if not workspace or not project:
         raise CliError(f"decision {question_id} names no reply_project to send the answer to")
-    answer = _send(
-        client,
-        {
-            "to_workspace": workspace,
-            "to_project": project,
-            "from_workspace": mailbox.workspace,
-            "from_project": mailbox.project,
-            "subject": decision_reply_subject(question_id),
-            "body": decision_reply_write(question_id, option, args.comment or ""),
-            "in_reply_to": question_id,
-        },
-    )
+    try:
+        answer = _send(
+            client,
+            {
+                "to_workspace": workspace,
+                "to_project": project,
+                "from_workspace": mailbox.workspace,
+                "from_project": mailbox.project,
+                "subject": decision_reply_subject(question_id),
+                "body": decision_reply_write(question_id, option, args.comment or ""),
+                "in_reply_to": question_id,
+            },
+        )
+    except ClientError as exc:
+        # The mailbox was listed a moment ago, so the project the server does not know is
+        # the reply project; the server's own advice (check the names you typed) would
+        # send the operator after names the asker wrote.
+        if exc.code != PROJECT_NOT_FOUND:
+            raise
+        raise CliError(
+            f"decision {question_id} names reply_project {workspace}/{project}, which was "
+            "not found (no such project, or one you may not read), so no answer was sent. "
+            "Ask the asker to send the question again with the right reply_project."
+        ) from exc
     print(answer["message_id"])
     return 0
 
