@@ -23,6 +23,7 @@ from aimemory_site.cli import decision
 from aimemory_site.cli.decision import next_pause, oldest_reply, option_arg
 from aimemory_site.cli.main import main
 from aimemory_site.lib.principal import Principal
+from messaging.decisions import decision_body_write, decision_subject
 from messaging.models import Message
 from projects.services import project_get_or_create
 
@@ -435,3 +436,32 @@ def test_ask_json_prints_the_send_answer(cli: RunCli, repos: tuple[Path, Path]) 
         "idempotent_replay": False,
     }
     assert pending_ids() == {answer["message_id"]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_answer_to_a_question_whose_reply_project_is_gone_is_exit_1_and_sends_nothing(
+    cli: RunCli, repos: tuple[Path, Path]
+) -> None:
+    repo_a, repo_b = repos
+    # Written by hand, as an agent without the CLI would: 'decision ask' always names
+    # the asking project, which exists once it has sent.
+    body = decision_body_write(
+        "Accept the known-flake exception?",
+        [{"id": "accept", "label": "Accept the exception"}],
+        requires_root=False,
+        reply_project="default/project-gone",
+    )
+    to_b = ["message", "send", "--to-workspace", "default", "--to-project", "project-b"]
+    subject = decision_subject("Accept the known-flake exception?")
+    question_id = ok(cli(*to_b, "--subject", subject, body, cwd=repo_a)).split()[2]
+
+    refused = cli("decision", "answer", question_id, "--option", "accept", cwd=repo_b)
+
+    assert refused.returncode == 1
+    assert refused.stdout == ""
+    assert refused.stderr == (
+        f"ai-memory: decision {question_id} names reply_project default/project-gone, which "
+        "was not found (no such project, or one you may not read), so no answer was sent. "
+        "Ask the asker to send the question again with the right reply_project.\n"
+    )
+    assert pending_ids() == {question_id}

@@ -10,7 +10,6 @@ only the errors.
 
 Each generated request runs schemathesis's full set of checks, except where a check's
 premise does not hold for this API; each such exception is named with its reason below.
-Gaps the fuzzer found in files this suite does not own are pinned by strict xfails.
 """
 
 from __future__ import annotations
@@ -98,10 +97,6 @@ def _fuzz_config(*, auth_on: bool) -> schemathesis.Config:
 DOCUMENT = json.loads(json.dumps(api.get_openapi_schema()))
 schema_auth_on = schemathesis.openapi.from_dict(DOCUMENT, config=_fuzz_config(auth_on=True))
 schema_anonymous = schemathesis.openapi.from_dict(DOCUMENT, config=_fuzz_config(auth_on=False))
-
-# Operations whose OpenAPI still misses a rule the domain answers with 400, in a file this
-# suite does not own (messaging/api.py): ``box`` is inbox|outbox, ``workspace`` and
-# ``project`` follow the name rule, and the path's ``message_id`` is a UUID.
 
 
 @pytest.fixture

@@ -10,6 +10,12 @@ from aimemory_site.lib.mcp_tool import Tool, ToolCall
 from aimemory_site.lib.principal import Principal
 from aimemory_site.mcp import server
 from messaging import services
+from messaging.decisions import (
+    decision_body_write,
+    decision_reply_subject,
+    decision_reply_write,
+    decision_subject,
+)
 from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
 from projects.models import AgentSession, Project
@@ -59,6 +65,51 @@ def test_send_list_pop_cancel_round_trip(mcp: RawMcp) -> None:
     rest = mcp.call_tool("memory_message_cancel", A)
     assert rest["structuredContent"] == {"cancelled": 1}
     assert _pending() == []
+
+
+def test_a_decision_lists_with_its_fields_and_a_popped_reply_carries_its_answer(
+    mcp: RawMcp,
+) -> None:
+    ordinary = _send(mcp)
+    question = "Merge the export branch?"
+    body = decision_body_write(
+        question,
+        [{"id": "merge", "label": "Merge: now", "recommended": True}, {"id": "wait"}],
+        requires_root=True,
+        reply_project="default/project-a",
+    )
+    question_id = _send(mcp, subject=decision_subject(question), body=body)
+
+    listed = mcp.call_tool("memory_message_list", B)["structuredContent"]["messages"]
+    rows = {row["id"]: row for row in listed}
+    assert rows[question_id]["decision"] == {
+        "question": question,
+        "requires_root": True,
+        "reply_project": "default/project-a",
+        "options": [
+            {"id": "merge", "label": "Merge: now", "description": None, "recommended": True},
+            {"id": "wait", "label": "wait", "description": None, "recommended": False},
+        ],
+        "details": None,
+        "links": [],
+    }
+    assert rows[question_id]["decision_reply"] is None
+    assert (rows[ordinary]["decision"], rows[ordinary]["decision_reply"]) == (None, None)
+
+    _send(
+        mcp,
+        to_project="project-a",
+        from_project="project-b",
+        subject=decision_reply_subject(question_id),
+        body=decision_reply_write(question_id, "merge", "Go: CI is green."),
+    )
+    popped = mcp.call_tool("memory_message_pop", A)["structuredContent"]["message"]
+    assert popped["decision"] is None
+    assert popped["decision_reply"] == {
+        "question_id": question_id,
+        "option": "merge",
+        "comment": "Go: CI is green.",
+    }
 
 
 def test_pop_of_a_named_message_claims_only_that_one(mcp: RawMcp) -> None:
