@@ -40,8 +40,9 @@ def test_serve_answers_healthz_from_a_fresh_data_dir(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         output = proc.communicate(timeout=30)[0].decode()
-    # SQLite: several processes too, since writers queue on the lock file beside it.
-    assert output.count("Booting worker") == (os.cpu_count() or 1) + 1
+    # SQLite: several single-threaded processes, since writers queue on the lock file
+    # beside it.
+    assert output.count("Booting worker") == min(2 * (os.cpu_count() or 1), 8)
 
 
 @pytest.mark.slow

@@ -17,9 +17,10 @@ def add_parser(subparsers: SubParsers) -> None:
         "serve",
         summary="run the server (migrate, collect static, gunicorn)",
         paragraphs=[
-            "Migrate the database, collect static files and serve with gunicorn: one process "
-            "per core plus one on SQLite (writers queue on a lock file), up to 8 on "
-            "PostgreSQL, 4 threads each. An anonymous server "
+            "Migrate the database, collect static files and serve with gunicorn: on SQLite "
+            "two single-threaded processes per core (writers queue on a lock file), on "
+            "PostgreSQL two per core plus one of 4 threads each, up to 8 processes. An "
+            "anonymous server "
             "(no AI_MEMORY_ROOT_TOKEN, no user tokens) refuses a non-loopback address unless "
             "AI_MEMORY_ALLOW_ANONYMOUS=1."
         ],
@@ -29,6 +30,12 @@ def add_parser(subparsers: SubParsers) -> None:
         "--bind", help="address to bind (default: $AI_MEMORY_BIND or 127.0.0.1:8000)"
     )
     parser.add_argument("--workers", type=int, help="gunicorn worker processes")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="threads per worker process (more if deciding admission webhooks are slow: "
+        "a thread waits for its webhook)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,13 +77,18 @@ def run(args: argparse.Namespace) -> int:
 
     sqlite = settings.DATABASES["default"]["ENGINE"].endswith("sqlite3")
     cores = os.cpu_count() or 1
-    # On SQLite writers queue on the lock file across processes (aimemory_site.backends),
-    # so several processes share its one writer without polling while the Python work of
-    # the others runs on the other cores: on 2 cores, 3 processes of 4 threads sent 1.9x
-    # what 1 process of 8 threads did (docs/benchmarks.md). PostgreSQL takes more.
-    default_workers = cores + 1 if sqlite else min(2 * cores + 1, 8)
+    # Chosen by measurement (docs/hot-path.md). On SQLite writers queue on the lock file
+    # across processes (aimemory_site.backends), so processes share its one writer
+    # without polling, and one thread each: the threads of one process take turns on the
+    # GIL at every SQLite call, and on 2 cores 4 processes of 1 thread served sends and
+    # pops at 1.1-1.3x what 3 processes of 4 threads did. On PostgreSQL a request waits
+    # on the server's answers with the GIL released, and 4 threads served the same as 1.
+    if sqlite:
+        default_workers, default_threads = min(2 * cores, 8), 1
+    else:
+        default_workers, default_threads = min(2 * cores + 1, 8), 4
     workers = args.workers or default_workers
-    threads = 4
+    threads = args.threads or default_threads
     from django.db import connections
 
     connections.close_all()  # gunicorn forks; do not share the migration connection
