@@ -144,6 +144,9 @@ def _database_section(name: str, r: dict[str, Any], peer: dict[str, Any]) -> tup
 
 ### Throughput and latency (wrk, {r["send_c1"]["seconds"]:.0f} s per row)
 
+Each row's seconds are {r["rounds"]} short runs that took turns with the other rows of its
+concurrency (and, on SQLite, with the peer's), so the machine's drift falls on all of
+them alike: req/s over all of a row's runs; latency percentiles, the median of its runs'.
 Ratio: requests/s over the floor's at the same concurrency in this run. `wrk cores`: the
 load generator's own CPU use (1.0 = one core), far below what the server uses.
 
@@ -190,6 +193,9 @@ Resident memory of all server processes: {rss["start"] / 1024:.1f} MiB at the st
 the end (peak {peak / 1024:.1f} MiB); growth over the second half: {growth:.1%}.
 
 ### The peer (PyPI `agent-inbox` {peer.get("version", "")}), same machine, same loads
+
+Its runs took turns with ours on SQLite; the PostgreSQL rows compare with those same
+figures (the peer runs on its own SQLite).
 
 {_peer_table(peer_rows, peer)}
 

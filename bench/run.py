@@ -19,12 +19,13 @@ import platform
 import resource
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -111,6 +112,50 @@ def wrk(base: str, script: str, connections: int, seconds: float, **env: str) ->
         claimed=data.get("claimed", 0),
         empty=data.get("empty", 0),
         wrk_cpu=cpu / wall,
+    )
+
+
+# Each row's SECONDS are spent as this many short runs, taking turns with the other rows of
+# its concurrency (see ``interleaved``).
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+
+Round = Callable[[float], Load]
+
+
+def interleaved(rounds: dict[str, Round]) -> dict[str, Load]:
+    """Run each of ``rounds`` for SECONDS in all, as ROUNDS short runs that take turns
+    (forwards, then backwards), and merge each one's runs.
+
+    This machine's speed drifts by a third within minutes. Rows measured one after another
+    compare the machine at different moments; rows that take turns see the same drift, so
+    their ratios (a route over the floor, MCP over REST, ours over the peer) compare code.
+    """
+    names = list(rounds)
+    runs: dict[str, list[Load]] = {name: [] for name in names}
+    for n in range(ROUNDS):
+        for name in names if n % 2 == 0 else names[::-1]:
+            runs[name].append(rounds[name](SECONDS / ROUNDS))
+    return {name: _merged(done) for name, done in runs.items()}
+
+
+def _merged(runs: list[Load]) -> Load:
+    """One Load of several runs of one row: their requests over their time; of their
+    latency percentiles, the median (a run's own percentiles cannot be pooled)."""
+    requests = sum(run.requests for run in runs)
+    seconds = sum(run.seconds for run in runs)
+    return Load(
+        name=runs[0].name,
+        connections=runs[0].connections,
+        requests=requests,
+        seconds=seconds,
+        rps=requests / seconds,
+        p50_ms=statistics.median(run.p50_ms for run in runs),
+        p95_ms=statistics.median(run.p95_ms for run in runs),
+        p99_ms=statistics.median(run.p99_ms for run in runs),
+        errors=sum(run.errors for run in runs),
+        claimed=sum(run.claimed for run in runs),
+        empty=sum(run.empty for run in runs),
+        wrk_cpu=statistics.mean(run.wrk_cpu for run in runs),
     )
 
 
@@ -214,7 +259,10 @@ def postgres_database() -> Iterator[str | None]:
             )
 
 
-def bench_database(label: str, database_url: str | None, workdir: Path) -> dict[str, Any]:
+def bench_database(
+    label: str, database_url: str | None, workdir: Path, peer: PeerRun | None = None
+) -> dict[str, Any]:
+    """Every figure of one database; with ``peer``, the peer's loads take turns with ours."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -225,33 +273,41 @@ def bench_database(label: str, database_url: str | None, workdir: Path) -> dict[
         env["DATABASE_URL"] = database_url
     workdir.mkdir(parents=True, exist_ok=True)
     server = Server(env, workdir / "server.log")
-    out: dict[str, Any] = {"database": label}
+    out: dict[str, Any] = {"database": label, "rounds": ROUNDS}
     try:
         base = server.base
         server.seed("projects", SINKS)
         wrk(base, "get.lua", 8, 2, BENCH_PATH="/healthz")  # warm-up: connections, caches
         static = "/static/webui/app.css"
-        for c in CONCURRENCIES:
-            out[f"floor_c{c}"] = wrk(base, "get.lua", c, SECONDS, BENCH_PATH="/healthz")
-            out[f"static_c{c}"] = wrk(base, "get.lua", c, SECONDS, BENCH_PATH=static)
-        for c in CONCURRENCIES:
-            out[f"send_c{c}"] = wrk(base, "send.lua", c, SECONDS, BENCH_SINKS=str(SINKS))
-        for c in CONCURRENCIES:
-            server.seed("stock", STOCKED, 250)
-            out[f"pop_c{c}"] = wrk(base, "pop.lua", c, SECONDS, BENCH_SINKS=str(STOCKED))
         list_path = "/api/v1/messages?workspace=bench&project=stock-1&limit=50"
-        server.seed("stock", STOCKED, 250)
-        out["list_c1"] = wrk(base, "get.lua", 1, SECONDS, BENCH_PATH=list_path)
+
+        def load(script: str, c: int, stocked: bool = False, **env: str) -> Round:
+            def run(seconds: float) -> Load:
+                if stocked:
+                    server.seed("stock", STOCKED, 250)
+                return wrk(base, script, c, seconds, **env)
+
+            return run
+
+        sinks, stock = str(SINKS), str(STOCKED)
         for c in CONCURRENCIES:
-            server.seed("stock", STOCKED, 250)
-            tool = "memory_message_send"
-            out[f"mcp_send_c{c}"] = wrk(
-                base, "mcp.lua", c, SECONDS, BENCH_SINKS=str(SINKS), BENCH_TOOL=tool
-            )
-            tool = "memory_message_pop"
-            out[f"mcp_pop_c{c}"] = wrk(
-                base, "mcp.lua", c, SECONDS, BENCH_SINKS=str(STOCKED), BENCH_TOOL=tool
-            )
+            rounds = {
+                f"floor_c{c}": load("get.lua", c, BENCH_PATH="/healthz"),
+                f"static_c{c}": load("get.lua", c, BENCH_PATH=static),
+                f"send_c{c}": load("send.lua", c, BENCH_SINKS=sinks),
+                f"pop_c{c}": load("pop.lua", c, True, BENCH_SINKS=stock),
+                f"mcp_send_c{c}": load(
+                    "mcp.lua", c, BENCH_SINKS=sinks, BENCH_TOOL="memory_message_send"
+                ),
+                f"mcp_pop_c{c}": load(
+                    "mcp.lua", c, True, BENCH_SINKS=stock, BENCH_TOOL="memory_message_pop"
+                ),
+            }
+            if c == 1:
+                rounds["list_c1"] = load("get.lua", 1, True, BENCH_PATH=list_path)
+            if peer is not None:
+                rounds |= peer.rounds(c)
+            out |= interleaved(rounds)
 
         # Contention: 32 clients on one inbox, kept at 250 until 5,000 went in.
         refiller = subprocess.Popen(
@@ -321,21 +377,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         wanted = os.environ.get("BENCH_DATABASES", "sqlite,postgresql").split(",")
         # The figures so far are saved after each part, so a late failure loses nothing.
-        if "sqlite" in wanted:
-            results["sqlite"] = bench_database("SQLite (WAL)", None, Path(tmp) / "sqlite")
-            _save(results)
+        with peer_running(Path(tmp) / "peer") as (peer, skipped):
+            if "sqlite" in wanted:
+                results["sqlite"] = bench_database("SQLite (WAL)", None, Path(tmp) / "sqlite", peer)
+                _save(results)
+            if peer is not None and "sqlite" in wanted:
+                results["peer"] = peer.figures(results["sqlite"])
+            else:
+                results["peer"] = {"skipped": skipped or "no SQLite run to take turns with"}
         if "postgresql" in wanted:
             with postgres_database() as url:
                 if url is not None:
                     results["postgresql"] = bench_database("PostgreSQL", url, Path(tmp) / "pg")
                     _save(results)
-        if os.environ.get("BENCH_PEER", "1") == "1":
-            try:
-                results["peer"] = bench_peer(Path(tmp) / "peer")
-            except Exception as exc:  # the peer is someone else's code: report, go on
-                results["peer"] = {"skipped": f"the peer failed: {exc!r}"}
-        else:
-            results["peer"] = {"skipped": "BENCH_PEER=0"}
     results["tools_list"] = tools_list_size()
     _save(results)
     from bench.report import report
@@ -348,33 +402,65 @@ def _save(results: dict[str, Any]) -> None:
     OUTPUT_JSON.write_text(json.dumps(_plain(results), indent=2) + "\n")
 
 
-def bench_peer(workdir: Path) -> dict[str, Any]:
-    """The peer's send and read+ack at the same concurrencies, or why it did not run."""
+class PeerRun:
+    """The peer (PyPI ``agent-inbox``), started and prepared: its send and read+ack loads,
+    one short run at a time, for ``interleaved``."""
+
+    def __init__(self, base: str, setup: Any, workdir: Path) -> None:
+        self.base = base
+        self.setup = setup
+        self.workdir = workdir
+
+    def rounds(self, c: int) -> dict[str, Round]:
+        from bench import peer
+
+        threads = 1 if c == 1 else 2
+
+        def send(seconds: float) -> Load:
+            env = peer.peer_wrk_env(self.setup, threads=threads)
+            return wrk(self.base, "peer_send.lua", c, seconds, **env)
+
+        def read(seconds: float) -> Load:
+            # Enough ids for the run: a read whose id ran out is not work (it is counted).
+            ids = peer.peer_stock(self.base, self.setup, peer.ids_needed(1500, seconds))
+            env = peer.peer_wrk_env(
+                self.setup, ids, threads=threads, ids_file=self.workdir / "ids.txt"
+            )
+            return wrk(self.base, "peer_read.lua", c, seconds, **env)
+
+        return {f"peer_send_c{c}": send, f"peer_read_c{c}": read}
+
+    @staticmethod
+    def figures(ours: dict[str, Any]) -> dict[str, Any]:
+        """The peer's figures, out of the run they took turns in."""
+        from bench import peer
+
+        figures: dict[str, Any] = {"version": peer.PEER_VERSION}
+        for key in [key for key in ours if key.startswith("peer_")]:
+            figures[key.removeprefix("peer_")] = ours.pop(key)
+        return figures
+
+
+@contextmanager
+def peer_running(workdir: Path) -> Iterator[tuple[PeerRun | None, str | None]]:
+    """The peer up for the block, or None and why (not wanted, not installable, failed)."""
+    if os.environ.get("BENCH_PEER", "1") != "1":
+        yield None, "BENCH_PEER=0"
+        return
     from bench import peer
 
     try:
         venv = peer.peer_install(workdir)
-    except (RuntimeError, subprocess.CalledProcessError) as exc:
-        return {"skipped": str(exc)}
-    port = _free_port()
-    proc = peer.peer_start(venv, port, workdir / "data")
-    base = f"http://127.0.0.1:{port}"
-    out: dict[str, Any] = {"version": peer.PEER_VERSION}
+        port = _free_port()
+        proc = peer.peer_start(venv, port, workdir / "data")
+    except Exception as exc:  # the peer is someone else's code: report, go on
+        yield None, f"the peer failed to start: {exc!r}"
+        return
     try:
-        setup = peer.peer_prepare(base)
-        for c in CONCURRENCIES:
-            threads = 1 if c == 1 else 2
-            env = peer.peer_wrk_env(setup, threads=threads)
-            out[f"send_c{c}"] = wrk(base, "peer_send.lua", c, SECONDS, **env)
-        for c in CONCURRENCIES:
-            threads = 1 if c == 1 else 2
-            # Enough ids for the run: a read whose id ran out is not work (it is counted).
-            ids = peer.peer_stock(base, setup, peer.ids_needed(1500, SECONDS, margin=1.5))
-            env = peer.peer_wrk_env(setup, ids, threads=threads, ids_file=workdir / "ids.txt")
-            out[f"read_c{c}"] = wrk(base, "peer_read.lua", c, SECONDS, **env)
+        base = f"http://127.0.0.1:{port}"
+        yield PeerRun(base, peer.peer_prepare(base), workdir), None
     finally:
         peer.peer_stop(proc)
-    return out
 
 
 def _plain(value: Any) -> Any:
