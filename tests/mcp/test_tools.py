@@ -11,10 +11,8 @@ from aimemory_site.lib.principal import Principal
 from aimemory_site.mcp import server
 from messaging import services
 from messaging.decisions import (
-    decision_body_write,
     decision_reply_subject,
     decision_reply_write,
-    decision_subject,
 )
 from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
@@ -22,6 +20,7 @@ from projects.models import AgentSession, Project
 from projects.scope import scope_hint, scope_resolve
 from projects.services import session_start
 from tests.conftest import SEND, A, B, Persona
+from tests.decision_examples import MERGE_BODY, MERGE_DECISION, MERGE_SUBJECT
 from tests.mcp_raw import RawMcp, error_of
 
 pytestmark = pytest.mark.django_db
@@ -71,28 +70,11 @@ def test_a_decision_lists_with_its_fields_and_a_popped_reply_carries_its_answer(
     mcp: RawMcp,
 ) -> None:
     ordinary = _send(mcp)
-    question = "Merge the export branch?"
-    body = decision_body_write(
-        question,
-        [{"id": "merge", "label": "Merge: now", "recommended": True}, {"id": "wait"}],
-        requires_root=True,
-        reply_project="default/project-a",
-    )
-    question_id = _send(mcp, subject=decision_subject(question), body=body)
+    question_id = _send(mcp, subject=MERGE_SUBJECT, body=MERGE_BODY)
 
     listed = mcp.call_tool("memory_message_list", B)["structuredContent"]["messages"]
     rows = {row["id"]: row for row in listed}
-    assert rows[question_id]["decision"] == {
-        "question": question,
-        "requires_root": True,
-        "reply_project": "default/project-a",
-        "options": [
-            {"id": "merge", "label": "Merge: now", "description": None, "recommended": True},
-            {"id": "wait", "label": "wait", "description": None, "recommended": False},
-        ],
-        "details": None,
-        "links": [],
-    }
+    assert rows[question_id]["decision"] == MERGE_DECISION
     assert rows[question_id]["decision_reply"] is None
     assert (rows[ordinary]["decision"], rows[ordinary]["decision_reply"]) == (None, None)
 

@@ -16,6 +16,7 @@ from messaging.decisions import (
 )
 from projects.models import Project
 from tests.conftest import A, ApiCall, B
+from tests.decision_examples import MERGE_BODY, MERGE_DECISION, MERGE_SUBJECT
 
 SUBJECT = "decision: Accept the known-flake exception?"
 QUESTION_ID = "018f1a2b-3c4d-7e5f-8a9b-0c1d2e3f4a5b"
@@ -318,36 +319,20 @@ def test_the_writer_round_trips_awkward_text() -> None:
 def test_a_question_lists_with_its_decision_and_a_popped_reply_carries_its_answer(
     api: ApiCall, project_a: Project, project_b: Project
 ) -> None:
-    body = decision_body_write(
-        "Merge the export branch?",
-        [{"id": "merge", "label": "Merge: now", "recommended": True}, {"id": "wait"}],
-        requires_root=True,
-        reply_project="default/project-a",
-    )
     question = {
         "to_workspace": "default",
         "to_project": "project-b",
         "from_workspace": "default",
         "from_project": "project-a",
-        "subject": decision_subject("Merge the export branch?"),
-        "body": body,
+        "subject": MERGE_SUBJECT,
+        "body": MERGE_BODY,
     }
     status, sent = api("post", "/api/v1/messages", question)
     assert status == 201, sent
     question_id = sent["message_id"]
 
     [row] = api("get", "/api/v1/messages", B)[1]["messages"]
-    assert row["decision"] == {
-        "question": "Merge the export branch?",
-        "requires_root": True,
-        "reply_project": "default/project-a",
-        "options": [
-            {"id": "merge", "label": "Merge: now", "description": None, "recommended": True},
-            {"id": "wait", "label": "wait", "description": None, "recommended": False},
-        ],
-        "details": None,
-        "links": [],
-    }
+    assert row["decision"] == MERGE_DECISION
     assert row["decision_reply"] is None
     keys = list(row)
     assert keys.index("in_reply_to") < keys.index("decision") < keys.index("decision_reply")
