@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import urllib.error
@@ -43,6 +44,32 @@ def test_serve_answers_healthz_from_a_fresh_data_dir(tmp_path: Path) -> None:
     # SQLite: several single-threaded processes, since writers queue on the lock file
     # beside it.
     assert output.count("Booting worker") == min(2 * (os.cpu_count() or 1), 8)
+
+
+@pytest.mark.slow
+def test_threads_let_one_worker_answer_while_a_request_waits_for_its_body(
+    tmp_path: Path,
+) -> None:
+    """``--threads 2``: a request whose body is still on its way holds one thread of the
+    only worker, and ``/healthz`` gets the other (with one thread it would wait)."""
+    port = free_port()
+    proc = _serve(
+        tmp_path / "data", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "2"
+    )
+    try:
+        assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as held:
+            held.sendall(
+                b"POST /api/v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+            )
+            # The held request's thread reads the headers, then waits for the other 99
+            # bytes; whether it has got that far yet, the second thread answers this.
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as ok:
+                assert ok.status == 200
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
 
 
 @pytest.mark.slow
