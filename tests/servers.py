@@ -11,6 +11,7 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -38,6 +39,30 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 60
         except (urllib.error.URLError, ConnectionError):
             time.sleep(0.2)  # polling a process we do not control; no barrier exists
     raise AssertionError(f"{url} did not answer within {deadline_s}s")
+
+
+def children(pid: int) -> set[int]:
+    """The live child processes of ``pid``, read from /proc (psutil is not installed)."""
+    found: set[int] = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # the process ended while we looked
+        # The command name may hold spaces and parentheses; the fields after it may not.
+        state, ppid = text[text.rindex(")") + 2 :].split()[:2]
+        if int(ppid) == pid and state != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+def wait_for_workers(pid: int, count: int) -> None:
+    """Until gunicorn's master ``pid`` has ``count`` workers: it forks them one after
+    another, with pauses, so the first may answer ``/healthz`` before the last exists."""
+    deadline = time.monotonic() + 30
+    while len(children(pid)) < count:
+        assert time.monotonic() < deadline, f"gunicorn started {len(children(pid))} workers"
+        time.sleep(0.05)  # another program's forks: there is nothing to wait on but /proc
 
 
 @contextmanager

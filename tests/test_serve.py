@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from aimemory_site.lib.binding import is_loopback
-from tests.servers import free_port, fresh_postgres_database, wait_healthy
+from tests.servers import (
+    children,
+    free_port,
+    fresh_postgres_database,
+    wait_for_workers,
+    wait_healthy,
+)
 
 
 def _serve(data_dir: Path, *args: str, **env: str) -> subprocess.Popen[bytes]:
@@ -34,16 +40,18 @@ def _serve(data_dir: Path, *args: str, **env: str) -> subprocess.Popen[bytes]:
 def test_serve_answers_healthz_from_a_fresh_data_dir(tmp_path: Path) -> None:
     port = free_port()
     proc = _serve(tmp_path / "data", "--bind", f"127.0.0.1:{port}")
+    workers = min(2 * (os.cpu_count() or 1), 8)
     try:
         assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
+        # SQLite: several single-threaded processes, since writers queue on the lock
+        # file beside it.
+        wait_for_workers(proc.pid, workers)
+        assert len(children(proc.pid)) == workers
         assert (tmp_path / "data" / "ai-memory.sqlite3").exists()
         assert (tmp_path / "data" / "static" / "admin").is_dir()  # static files collected
     finally:
         proc.terminate()
-        output = proc.communicate(timeout=30)[0].decode()
-    # SQLite: several single-threaded processes, since writers queue on the lock file
-    # beside it.
-    assert output.count("Booting worker") == min(2 * (os.cpu_count() or 1), 8)
+        proc.communicate(timeout=30)
 
 
 @pytest.mark.slow

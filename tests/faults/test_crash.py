@@ -34,7 +34,7 @@ from django.db import connection
 from messaging.models import Message
 from projects.models import Project
 from tests.conftest import SEND, make_project
-from tests.servers import free_port, wait_healthy
+from tests.servers import children, free_port, wait_for_workers, wait_healthy
 
 pytestmark = [
     pytest.mark.skipif(
@@ -59,27 +59,13 @@ ATTEMPTS = 50  # per call; a server that never answers fails the test instead of
 LOST_ANSWER_EVERY = 10
 POP = {"workspace": "default", "project": "project-b"}
 SERVE = [sys.executable, "-m", "aimemory_site.cli.main", "serve"]
+WORKERS = 3
 
 
 def _test_database_url() -> str:
     """DATABASE_URL, pointed at the database pytest-django created for this run."""
     url = urlsplit(os.environ["DATABASE_URL"])
     return urlunsplit(url._replace(path=f"/{connection.settings_dict['NAME']}"))
-
-
-def _children(pid: int) -> set[int]:
-    """The live child processes of ``pid``, read from /proc (psutil is not installed)."""
-    found: set[int] = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue  # the process ended while we looked
-        # The command name may hold spaces and parentheses; the fields after it may not.
-        state, ppid = text[text.rindex(")") + 2 :].split()[:2]
-        if int(ppid) == pid and state != "Z":
-            found.add(int(stat.parent.name))
-    return found
 
 
 @dataclass
@@ -107,7 +93,7 @@ def server(tmp_path: Path, transactional_db: None) -> Iterator[Server]:
     # during the run and block the workers that write them.
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [*SERVE, "--bind", f"127.0.0.1:{port}", "--workers", "3"],
+            [*SERVE, "--bind", f"127.0.0.1:{port}", "--workers", str(WORKERS)],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -116,6 +102,7 @@ def server(tmp_path: Path, transactional_db: None) -> Iterator[Server]:
         running = Server(port=port, process=process, log=log)
         try:
             assert wait_healthy(f"http://127.0.0.1:{port}/healthz", process) == 200
+            wait_for_workers(process.pid, WORKERS)
         except AssertionError as failure:
             raise AssertionError(f"{failure}\n{running.log_tail()}") from None
         yield running
@@ -292,11 +279,11 @@ def test_killed_workers_lose_and_double_nothing(server: Server) -> None:
     callers, pool, (senders, poppers) = _run_clients(server.port, ledger)
     killed: list[int] = []
     try:
-        workers = _children(server.process.pid)
+        workers = children(server.process.pid)
         for event in ledger.kill_due:
             assert event.wait(timeout=60), "the run stalled before a kill was due"
             # An original worker every time: it has been serving since the start.
-            victim = min((workers - set(killed)) & _children(server.process.pid))
+            victim = min((workers - set(killed)) & children(server.process.pid))
             os.kill(victim, signal.SIGKILL)
             killed.append(victim)
         for future in senders:
@@ -314,9 +301,9 @@ def test_killed_workers_lose_and_double_nothing(server: Server) -> None:
         for caller in callers:
             caller.close()
 
-    assert len(workers) == 3
+    assert len(workers) == WORKERS
     assert len(killed) == 2
-    assert not set(killed) & _children(server.process.pid)
+    assert not set(killed) & children(server.process.pid)
     # The kills cut live connections: without this the test proves nothing about them.
     assert sum(caller.connection_errors for caller in callers) > 0, server.log_tail()
     assert ledger.lost_answers_replayed > 0
