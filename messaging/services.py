@@ -28,6 +28,7 @@ from aimemory_site.lib.sql import (
     db_value,
     insert_columns,
     insert_parts,
+    insert_values_sql,
     model_from_row,
     placeholders,
     typed_placeholders,
@@ -306,13 +307,11 @@ def _send_sql(vendor: str, activity_count: int) -> tuple[str, str]:
     activity_table, activity_columns = insert_columns(Activity)
     count_sql = f"SELECT COUNT(*) FROM {table} WHERE to_project_id = %s AND state = %s"
     field_count = len(Message._meta.concrete_fields)
-    activity_field_count = len(Activity._meta.concrete_fields)
     if vendor != "postgresql":
-        rows = ", ".join(f"({placeholders(activity_field_count)})" for _ in range(activity_count))
         return (
             f"INSERT INTO {table} ({columns}) SELECT {placeholders(field_count)} "
             f"WHERE ({count_sql}) < %s",
-            f"INSERT INTO {activity_table} ({activity_columns}) VALUES {rows}",
+            insert_values_sql(Activity, activity_count),
         )
     typed_activity = typed_placeholders(Activity)
     activity_inserts = ", ".join(
@@ -523,12 +522,11 @@ def _claim_run(sql: str, params: list[Any], activity_values: list[Any]) -> Seque
     columns, then its sender's names) or None when nothing was claimed.
 
     Must run inside the pop's transaction, or on PostgreSQL in autocommit (one statement).
-    The claim's moment is taken here, once SQLite's write lock is held, so there it never
-    comes before the claimed message's ``created_at`` (on PostgreSQL, just before the
-    statement).
-    On PostgreSQL the claim and the activity row are one statement; on SQLite (no
-    ``INSERT`` inside a ``WITH``) the activity row follows, its counterpart the sender
-    the claim returned.
+    The claim's moment, which the activity row shares, is taken here: on SQLite once the
+    write lock is held, so it never comes before the claimed message's ``created_at``;
+    on PostgreSQL just before the statement. There the claim and the activity row are
+    one statement; on SQLite (no ``INSERT`` inside a ``WITH``) the activity row follows,
+    its counterpart the sender the claim returned.
     """
     moment = db_value(Message, "claimed_at", timezone.now())
     params[_CLAIMED_AT_PARAM] = moment
@@ -545,7 +543,7 @@ def _claim_run(sql: str, params: list[Any], activity_values: list[Any]) -> Seque
         if row is None:
             return None
         activity_values[counterpart] = row[_MESSAGE_COLUMN["from_project_id"]]
-        cursor.execute(_claimed_activity_sql(), activity_values)
+        cursor.execute(insert_values_sql(Activity), activity_values)
         return row
 
 
@@ -567,12 +565,6 @@ def _claimed_message(row: Sequence[Any], inbox: Project) -> Message:
     claimed.from_project = from_project
     claimed.to_project = inbox  # already loaded, with its workspace
     return claimed
-
-
-@functools.cache
-def _claimed_activity_sql() -> str:
-    table, columns = insert_columns(Activity)
-    return f"INSERT INTO {table} ({columns}) VALUES ({placeholders(len(_ACTIVITY_COLUMN))})"
 
 
 @functools.cache
@@ -602,12 +594,7 @@ def _claim_sql(vendor: str, *, named: bool) -> str:
     if vendor != "postgresql":
         return claim
     activity_table, activity_columns = insert_columns(Activity)
-    values = ", ".join(
-        "c.from_project_id"
-        if field.attname == "counterpart_id"
-        else f"%s::{field.db_type(connection)}"
-        for field in Activity._meta.concrete_fields
-    )
+    values = typed_placeholders(Activity, instead={"counterpart_id": "c.from_project_id"})
     return (
         f"WITH c AS ({claim}), a AS (INSERT INTO {activity_table} ({activity_columns}) "
         f"SELECT {values} FROM c) SELECT * FROM c"

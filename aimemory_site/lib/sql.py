@@ -91,13 +91,31 @@ def _prepare(field: models.Field[Any, Any], value: Any) -> Any:
     return field.get_db_prep_save(value, connection)
 
 
-def typed_placeholders(model: type[models.Model]) -> str:
-    """``%s::type, ...`` for a row of ``model`` on PostgreSQL.
+def typed_placeholders(model: type[models.Model], instead: dict[str, str] | None = None) -> str:
+    """``%s::type, ...`` for a row of ``model`` on PostgreSQL; ``instead`` gives an
+    expression for some columns (by attribute name), which then take no parameter.
 
     In ``INSERT ... SELECT %s, ...`` PostgreSQL types an untyped parameter (a NULL, say)
     as text, which has no cast to uuid or bigint; naming each column's type avoids that.
     """
-    return ", ".join(f"%s::{field.db_type(connection)}" for field in model._meta.concrete_fields)
+    instead = instead or {}
+    return ", ".join(
+        instead.get(field.attname, f"%s::{field.db_type(connection)}")
+        for field in model._meta.concrete_fields
+    )
+
+
+def insert_values_sql(model: type[models.Model], rows: int = 1) -> str:
+    """``INSERT INTO t (col, ...) VALUES (%s, ...), ...`` for ``rows`` rows of ``model``,
+    in the column order of ``insert_parts``; built once per model, count and database."""
+    return _insert_values_sql(model, rows, connection.vendor)
+
+
+@functools.cache
+def _insert_values_sql(model: type[models.Model], rows: int, vendor: str) -> str:
+    table, columns = insert_columns(model)
+    row = f"({placeholders(len(model._meta.concrete_fields))})"
+    return f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * rows)}"
 
 
 def uuid_of(value: Any) -> uuid.UUID:
