@@ -73,6 +73,7 @@ def test_pop_records_the_claimer(project_a: Project, project_b: Project, alice: 
     entry = Activity.objects.get(kind=Activity.Kind.MESSAGE_CLAIMED)
     assert entry.project == project_b
     assert entry.counterpart == project_a
+    assert entry.created_at == claimed.claimed_at  # one moment, taken with the claim
 
 
 def test_pop_needs_write_on_the_inbox(

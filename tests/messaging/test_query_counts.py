@@ -79,6 +79,29 @@ def test_pop_is_three_statements_and_two_on_postgresql(pending: int) -> None:
     assert len(sql) == (2 if connection.vendor == "postgresql" else 3), sql
 
 
+@pytest.mark.parametrize("request_id", [None, "pop-1"])
+def test_pop_on_postgresql_opens_a_transaction_only_to_record_a_request_id(
+    request_id: str | None,
+) -> None:
+    """Without a request id the claim is one statement, run without BEGIN and COMMIT (in
+    a test, which runs in a transaction, a savepoint stands for them)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's claim is two statements, in a transaction")
+    _send()
+
+    with CaptureQueriesContext(connection) as captured:
+        claimed = message_pop(
+            principal=ANONYMOUS,
+            workspace=B["workspace"],
+            project=B["project"],
+            request_id=request_id,
+        )
+
+    assert claimed is not None
+    control = [q["sql"] for q in captured.captured_queries if q["sql"].upper().startswith(_CONTROL)]
+    assert bool(control) == (request_id is not None), control
+
+
 def test_pop_of_an_empty_inbox_is_two_statements() -> None:
     with statements() as sql:
         assert (
