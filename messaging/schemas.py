@@ -3,12 +3,10 @@ from __future__ import annotations
 from ninja import Field, Schema
 from pydantic import ConfigDict, StrictBool
 
-from aimemory_site.lib.api import NameText, NonBlankText, RetryIdText, UuidText
+from aimemory_site.lib.api import BodyIn, NameText, NonBlankText, RetryIdText, UuidText
 
 
-class MessageSendIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class MessageSendIn(BodyIn):
     to_workspace: NameText
     to_project: NameText
     from_workspace: NameText
@@ -107,9 +105,7 @@ class MessageListOut(Schema):
     messages: list[MessageOut]
 
 
-class MessagePopIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class MessagePopIn(BodyIn):
     workspace: NameText
     project: NameText
     message_id: UuidText | None = None
@@ -127,11 +123,10 @@ class MessagePopOut(Schema):
     message: MessageOut | None
 
 
-class MessageCancelIn(Schema):
+class MessageCancelIn(BodyIn):
     # Documented only (the route answers 400 cancel_target): exactly one of a
     # message_id or all: true.
     model_config = ConfigDict(
-        extra="forbid",
         json_schema_extra={
             "anyOf": [
                 {

@@ -3,12 +3,10 @@ from __future__ import annotations
 from ninja import Field, Schema
 from pydantic import ConfigDict, StrictBool
 
-from aimemory_site.lib.api import NameText, NonBlankText, PagePathText, SessionIdText
+from aimemory_site.lib.api import BodyIn, NameText, NonBlankText, PagePathText, SessionIdText
 
 
-class SessionStartIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class SessionStartIn(BodyIn):
     workspace: NameText
     project: NameText
     session_id: SessionIdText
@@ -52,9 +50,7 @@ class BriefingOut(Schema):
     hint: str | None = Field(None, description="Present when the project was inferred.")
 
 
-class HandoffCreateIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class HandoffCreateIn(BodyIn):
     workspace: NameText
     project: NameText
     body: NonBlankText = Field(
@@ -80,9 +76,7 @@ class HandoffListOut(Schema):
     handoffs: list[HandoffRowOut]
 
 
-class PageWriteIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
+class PageWriteIn(BodyIn):
     workspace: NameText
     project: NameText
     path: PagePathText
