@@ -1,4 +1,5 @@
-"""A/B of two revisions on SQLite: ``python -m bench.ab REV_A REV_B``.
+"""A/B of two revisions: ``python -m bench.ab REV_A REV_B`` (SQLite; PostgreSQL with
+``AB_DATABASE=postgresql``, each revision on a fresh database of its own).
 
 This machine's speed drifts by a third within minutes, so two figures taken a few minutes
 apart compare the machine, not the code. Here both revisions serve at once (each from a
@@ -16,13 +17,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 
-from bench.run import ROOT, SINKS, STOCKED, Server, wrk
+from bench.run import ROOT, SINKS, STOCKED, Server, postgres_database, wrk
 
 ROUNDS = int(os.environ.get("AB_ROUNDS", "6"))
 SECONDS = float(os.environ.get("AB_SECONDS", "3"))
 CLIENTS = int(os.environ.get("AB_CLIENTS", "8"))
+DATABASE = os.environ.get("AB_DATABASE", "sqlite")
 LOADS = {
     "floor": ("get.lua", {"BENCH_PATH": "/healthz"}),
     "send": ("send.lua", {"BENCH_SINKS": str(SINKS)}),
@@ -30,7 +33,7 @@ LOADS = {
 }
 
 
-def _server(revision: str, workdir: Path) -> Server:
+def _server(revision: str, workdir: Path, database_url: str | None) -> Server:
     checkout = workdir / "checkout"
     subprocess.run(
         ["git", "worktree", "add", "--detach", "-q", str(checkout), revision],
@@ -40,6 +43,8 @@ def _server(revision: str, workdir: Path) -> Server:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AI_MEMORY_")}
     env.pop("DATABASE_URL", None)
     env["AI_MEMORY_DATA_DIR"] = str(workdir / "data")
+    if database_url is not None:
+        env["DATABASE_URL"] = database_url
     server = Server(env, workdir / "server.log", root=checkout)
     server.seed("projects", SINKS)
     wrk(server.base, "get.lua", CLIENTS, 1, BENCH_PATH="/healthz")  # warm-up
@@ -52,8 +57,17 @@ def main() -> None:
         raise SystemExit("usage: python -m bench.ab REV_A REV_B")
     workdirs = [Path(tempfile.mkdtemp(prefix=f"ab-{label}-")) for label in "AB"]
     servers: list[Server] = []
+    databases = ExitStack()
     try:
-        servers = [_server(rev, work) for rev, work in zip(revisions, workdirs, strict=True)]
+        urls: list[str | None] = [None, None]
+        if DATABASE == "postgresql":
+            urls = [databases.enter_context(postgres_database()) for _ in revisions]
+            if None in urls:
+                raise SystemExit("AB_DATABASE=postgresql: PostgreSQL is not reachable")
+        servers = [
+            _server(rev, work, url)
+            for rev, work, url in zip(revisions, workdirs, urls, strict=True)
+        ]
         rates: dict[str, list[list[float]]] = {load: [[], []] for load in LOADS}
         for n in range(ROUNDS):
             order = (0, 1) if n % 2 == 0 else (1, 0)
@@ -63,7 +77,10 @@ def main() -> None:
                         servers[i].seed("stock", STOCKED, 100)
                     run = wrk(servers[i].base, script, CLIENTS, SECONDS, **env)
                     rates[load][i].append(run.rps)
-        print(f"A = {revisions[0]}, B = {revisions[1]}, {CLIENTS} clients, {ROUNDS} rounds")
+        print(
+            f"A = {revisions[0]}, B = {revisions[1]}, {DATABASE}, {CLIENTS} clients, "
+            f"{ROUNDS} rounds"
+        )
         for load, (a, b) in rates.items():
             pairs = ", ".join(f"{y / x:.2f}" for x, y in zip(a, b, strict=True))
             median_a, median_b = statistics.median(a), statistics.median(b)
@@ -74,6 +91,7 @@ def main() -> None:
     finally:
         for server in servers:
             server.stop()
+        databases.close()
         for work in workdirs:
             if (work / "checkout").exists():
                 subprocess.run(

@@ -1,6 +1,6 @@
-"""The hot path's statements, pinned on both databases: send in three, pop in three (two
-on PostgreSQL, where the claim writes its activity row in the same statement), cancel and
-list in a constant few, whatever the inbox holds."""
+"""The hot path's statements, pinned on both databases: send in three (sent in two round
+trips on PostgreSQL), pop in three (two on PostgreSQL, where the claim writes its activity
+row in the same statement), cancel and list in a constant few, whatever the inbox holds."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from aimemory_site.lib.principal import Principal
+from messaging.models import Message
 from messaging.selectors import message_list
 from messaging.services import message_cancel, message_pop, message_send
 from projects.models import Project
@@ -57,14 +58,38 @@ def _projects(project_a: Project, project_b: Project) -> None:
 
 
 @pytest.mark.parametrize("already_pending", [0, 30])
-def test_send_is_three_statements(already_pending: int) -> None:
+def test_send_is_three_statements_in_two_round_trips_on_postgresql(already_pending: int) -> None:
     for n in range(already_pending):
         _send(n)
 
     with statements() as sql:
         _send()
 
-    assert len(sql) == 3, sql
+    if connection.vendor == "postgresql":
+        # The inbox lock and the guarded insert travel as one query string.
+        assert len(sql) == 2, sql
+        assert sql[1].count("; ") == 1 and "FOR NO KEY UPDATE; WITH" in sql[1], sql
+    else:
+        assert len(sql) == 3, sql
+
+
+@pytest.mark.django_db(transaction=True)  # as served: no transaction around the request
+def test_send_on_postgresql_runs_its_lock_and_insert_outside_a_transaction_block() -> None:
+    """They are one implicit transaction of the server's: Django is in autocommit while
+    they run, so no BEGIN or COMMIT goes with them."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's send is an IMMEDIATE transaction")
+    autocommit: list[bool] = []
+
+    def record(execute: Callable[..., Any], sql: str, *args: Any) -> Any:
+        autocommit.append(connection.get_autocommit())
+        return execute(sql, *args)
+
+    with connection.execute_wrapper(record):
+        _send()
+
+    assert autocommit == [True, True]  # the access query; the lock and the insert
+    assert Message.objects.pending().inbox_of(Project.objects.get(name="project-b")).count() == 1
 
 
 @pytest.mark.parametrize("pending", [1, 30])
