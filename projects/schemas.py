@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from ninja import Field, Schema
-from pydantic import ConfigDict, StrictBool
+from pydantic import StrictBool
 
 from aimemory_site.lib.api import BodyIn, NameText, NonBlankText, PagePathText, SessionIdText
 
