@@ -34,15 +34,24 @@ class Message(models.Model):
         CANCELLED = "cancelled", "cancelled"
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
-    to_project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="inbox_messages")
+    # No index of their own on the foreign keys below: each leads one of Meta.indexes,
+    # and every index is written on every send and claim.
+    to_project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="inbox_messages", db_index=False
+    )
     from_project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="outbox_messages"
+        Project, on_delete=models.CASCADE, related_name="outbox_messages", db_index=False
     )
     from_agent = models.CharField(max_length=40, default=AGENT_OTHER)
     # Empty when unknown (anonymous, unnamed root); the JSON shows null then.
     from_owner_user = models.CharField(max_length=150, blank=True)
     from_session = models.ForeignKey(
-        AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        AgentSession,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
     )
     subject = models.CharField(max_length=200, blank=True)
     body = models.TextField()
@@ -63,7 +72,12 @@ class Message(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     claimed_at = models.DateTimeField(null=True, blank=True)
     claimed_by_session = models.ForeignKey(
-        AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        AgentSession,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
     )
     claimed_by_agent = models.CharField(max_length=40, blank=True)
     claimed_by_user = models.CharField(max_length=150, blank=True)
@@ -76,6 +90,18 @@ class Message(models.Model):
             models.Index(fields=["to_project", "state", "created_at", "id"], name="message_inbox"),
             models.Index(
                 fields=["from_project", "state", "created_at", "id"], name="message_outbox"
+            ),
+            # For a deleted session's SET NULL only; most messages have no session, and a
+            # partial index spares their inserts and claims the write.
+            models.Index(
+                fields=["from_session"],
+                condition=models.Q(from_session__isnull=False),
+                name="message_from_session",
+            ),
+            models.Index(
+                fields=["claimed_by_session"],
+                condition=models.Q(claimed_by_session__isnull=False),
+                name="message_claimed_by_session",
             ),
         ]
         constraints = [
