@@ -1,0 +1,43 @@
+"""The indexes a send and a claim write, pinned on both databases: every index is one more
+write per row, so a foreign key that leads a composite index gets none of its own, and
+the mostly empty session and counterpart keys get partial ones."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from messaging.models import Message
+from projects.models import Activity
+
+pytestmark = pytest.mark.django_db
+
+
+def _indexed_columns(table: str) -> list[tuple[str, ...]]:
+    """The column lists of the table's indexes, its primary key and unique ones included."""
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, table)
+    return sorted(
+        tuple(spec["columns"])
+        for spec in constraints.values()
+        if spec["index"] or spec["primary_key"] or spec["unique"]
+    )
+
+
+def test_a_message_row_is_written_to_three_indexes_and_three_partial_ones() -> None:
+    assert _indexed_columns(Message._meta.db_table) == [
+        ("claimed_by_session_id",),  # partial: only claims made in a session
+        ("from_project_id", "idempotency_key"),  # partial: only sends with a key
+        ("from_project_id", "state", "created_at", "id"),
+        ("from_session_id",),  # partial: only sends made in a session
+        ("id",),
+        ("to_project_id", "state", "created_at", "id"),
+    ]
+
+
+def test_an_activity_row_is_written_to_two_indexes_and_a_partial_one() -> None:
+    assert _indexed_columns(Activity._meta.db_table) == [
+        ("counterpart_id",),  # partial: claims have no counterpart
+        ("id",),
+        ("project_id", "created_at"),
+    ]
