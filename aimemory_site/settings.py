@@ -208,6 +208,10 @@ def _database() -> dict[str, Any]:
         # Outside a request too, a connect to a server that does not answer gives up
         # after 3 s (a request connects within what is left of its budget).
         db.setdefault("OPTIONS", {}).setdefault("connect_timeout", 3)
+        # Client-side binding, Django's default, pinned: a send's inbox lock and insert
+        # travel as one query string of two statements, which only the simple query
+        # protocol carries (messaging.services._send_statements).
+        db["OPTIONS"]["server_side_binding"] = False
     db["CONN_HEALTH_CHECKS"] = True
     return db
 
