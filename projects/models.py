@@ -175,7 +175,7 @@ class Activity(models.Model):
         verbose_name_plural = "activities"
         indexes = [
             models.Index(fields=["project", "-created_at"], name="activity_recent"),
-            # For a deleted project's SET NULL only: claims have no counterpart.
+            # For a deleted project's SET NULL only: handoff and page rows have none.
             models.Index(
                 fields=["counterpart"],
                 condition=models.Q(counterpart__isnull=False),

@@ -1,5 +1,5 @@
 """Fewer indexes on activity rows: the project key leads activity_recent, and the
-counterpart, empty on claims, gets a partial index."""
+counterpart, empty on handoff and page rows, gets a partial index."""
 
 import django.db.models.deletion
 from django.db import migrations, models

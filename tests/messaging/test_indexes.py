@@ -1,6 +1,7 @@
 """The indexes a send and a claim write, pinned on both databases: every index is one more
 write per row, so a foreign key that leads a composite index gets none of its own, and
-the mostly empty session and counterpart keys get partial ones."""
+keys that are often empty (sessions; the counterpart of handoff and page rows) get
+partial ones."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def test_a_message_row_is_written_to_three_indexes_and_three_partial_ones() -> N
 
 def test_an_activity_row_is_written_to_two_indexes_and_a_partial_one() -> None:
     assert _indexed_columns(Activity._meta.db_table) == [
-        ("counterpart_id",),  # partial: claims have no counterpart
+        ("counterpart_id",),  # partial: handoff and page rows have none
         ("id",),
         ("project_id", "created_at"),
     ]
