@@ -85,17 +85,6 @@ def database_budget(seconds: float = REQUEST_DATABASE_SECONDS) -> Iterator[Budge
         _state.budget = previous
 
 
-@contextmanager
-def bounded_outside_requests() -> Iterator[None]:
-    """The request's budget in a request, a budget of its own outside one: for checks that
-    must never wait long (a health check of a connection), even when no request runs."""
-    if current_budget() is not None:
-        yield
-        return
-    with database_budget():
-        yield
-
-
 class DatabaseDeadlineMiddleware:
     """Give every request ``REQUEST_DATABASE_SECONDS`` of database waiting in total.
 

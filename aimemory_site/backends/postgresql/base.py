@@ -1,14 +1,15 @@
 """Django's PostgreSQL backend, whose waits on the server end with the request's budget.
 
-psycopg runs every exchange with the server (a query, a fetch, a commit, Django's health
-check ``SELECT 1``) through ``Connection.wait``, which takes a timeout that nothing passes.
+psycopg runs every exchange with the server (a query, a fetch, a commit) through
+``Connection.wait``, which takes a timeout that nothing passes.
 ``DeadlineConnection`` passes what is left of the request's database budget
 (``aimemory_site.db_deadline``), so a server that accepted the connection and then fell
 silent (a stalled host, a hung proxy, a full disk) cannot hold a request: the wait gives
 up on the request's own thread, the connection is closed (its protocol state is
 unknowable once an answer is abandoned) and ``DatabaseTimeout`` reaches the 503 answer.
-Django drops the closed connection at the end of the request (``CONN_HEALTH_CHECKS``), and
-the next request connects afresh: recovery needs no restart. A new connection gets a
+Django drops the closed connection at the end of the request (``CONN_HEALTH_CHECKS``, whose
+check here asks the socket instead of the server: ``DatabaseWrapper.is_usable``), and the
+next request connects afresh: recovery needs no restart. A new connection gets a
 ``connect_timeout`` within the budget too.
 
 Nothing changes outside a request: a migration or a management command waits on the
@@ -17,6 +18,7 @@ server as long as it must.
 
 from __future__ import annotations
 
+import select
 from time import monotonic
 from typing import Any, TypeVar
 
@@ -24,11 +26,11 @@ import psycopg
 from django.db.backends.postgresql import base
 from django.utils.functional import cached_property
 from psycopg.abc import PQGen
+from psycopg.pq import ConnStatus, TransactionStatus
 
 from aimemory_site.db_deadline import (
     DatabaseTimeout,
     TimeoutTranslatingErrors,
-    bounded_outside_requests,
     current_budget,
 )
 
@@ -105,7 +107,29 @@ class DatabaseWrapper(base.DatabaseWrapper):
             budget.remaining -= monotonic() - started
 
     def is_usable(self) -> bool:
-        # Django runs this check outside a request too (the request_started and
-        # request_finished signals): a silent server must not hold it either.
-        with bounded_outside_requests():
-            return super().is_usable()
+        """Whether the open connection can serve another request, told without asking
+        the server.
+
+        Django's check (``CONN_HEALTH_CHECKS``, at each request's first query) is a
+        ``SELECT 1``: a round trip of every request, a sixth of a pop's. A connection the
+        server has closed (a restart, a terminated backend, a proxy gone) has something
+        to read while idle, the server's last error or the end of the stream, where one
+        in good order has nothing; psycopg already knows one that broke mid-exchange. So
+        either is unusable, and Django replaces it before the request uses it. A server
+        that hangs without closing goes unseen here, as it did until ``SELECT 1`` timed
+        out: the request's budget ends that wait (``DeadlineConnection``).
+        """
+        connection = self.connection
+        if connection is None or connection.broken or connection.closed:
+            return False
+        pgconn = connection.pgconn
+        if pgconn.status != ConnStatus.OK or pgconn.transaction_status in (
+            TransactionStatus.INERROR,
+            TransactionStatus.UNKNOWN,
+        ):
+            return False
+        try:
+            readable, _, _ = select.select([pgconn.socket], [], [], 0)
+        except (OSError, ValueError, psycopg.Error):
+            return False
+        return not readable
