@@ -49,7 +49,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -129,6 +129,20 @@ class Scrubber:
 
     patterns: tuple[re.Pattern[str], ...]
     allowlist: frozenset[str] = frozenset()
+    # Each pattern with its gate's literals (empty: no gate) and whether they are
+    # case-folded, derived once from ``patterns``.
+    _gated: tuple[tuple[re.Pattern[str], tuple[str, ...], bool], ...] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        gated = []
+        for pattern in self.patterns:
+            gate = PREFILTERS.get(pattern)
+            gated.append(
+                (pattern, gate.literals, gate.ignore_case) if gate else (pattern, (), False)
+            )
+        object.__setattr__(self, "_gated", tuple(gated))  # frozen: set once, here
 
     def scrub(self, text: str) -> str:
         """Return ``text`` with every secret match replaced by ``[REDACTED]``.
@@ -136,11 +150,10 @@ class Scrubber:
         Invisible characters are removed first (see the module docstring).
         """
         text = text.translate(_INVISIBLE_DELETE)
-        plan = _gated(self.patterns)
         for _ in range(_MAX_PASSES):
             scrubbed = text
             folded = text.casefold()
-            for pattern, literals, ignore_case in plan:
+            for pattern, literals, ignore_case in self._gated:
                 # The gate, inline: it runs thirty times per text, and for the usual
                 # text, with no secret, it is all the scrubbing that happens.
                 if literals:
@@ -150,7 +163,7 @@ class Scrubber:
                             break
                     else:
                         continue
-                changed = self._apply(pattern, scrubbed, gated=True)
+                changed = self._apply(pattern, scrubbed)
                 if changed is not scrubbed:
                     scrubbed, folded = changed, changed.casefold()
             if scrubbed == text:
@@ -163,11 +176,8 @@ class Scrubber:
         scrubbed = self.scrub(text)
         return scrubbed, max(0, scrubbed.count(REDACTED) - text.count(REDACTED))
 
-    def _apply(self, pattern: re.Pattern[str], text: str, *, gated: bool = False) -> str:
-        """One pass of one pattern over the text (``gated``: its gate admitted it)."""
-        gate = PREFILTERS.get(pattern)
-        if not gated and gate is not None and not gate.search(text):
-            return text
+    def _apply(self, pattern: re.Pattern[str], text: str) -> str:
+        """One pass of one pattern over the text, which its gate (if any) admitted."""
         markers = [m.span() for m in _MARKER.finditer(text)] if REDACTED in text else []
         marker_starts = [start for start, _ in markers]
         spans: list[tuple[int, int]] = []
@@ -187,19 +197,6 @@ class Scrubber:
             position = end
         pieces.append(text[position:])
         return "".join(pieces)
-
-
-@functools.lru_cache(maxsize=8)
-def _gated(
-    patterns: tuple[re.Pattern[str], ...],
-) -> tuple[tuple[re.Pattern[str], tuple[str, ...], bool], ...]:
-    """Each pattern with its gate's literals (empty: no gate) and whether they are
-    case-folded, as ``Scrubber.scrub`` tests them."""
-    plan = []
-    for pattern in patterns:
-        gate = PREFILTERS.get(pattern)
-        plan.append((pattern, gate.literals, gate.ignore_case) if gate else (pattern, (), False))
-    return tuple(plan)
 
 
 @functools.cache
