@@ -235,16 +235,7 @@ def _send_commit(
     # Built before the transaction: on SQLite every writer waits for the one before it
     # to commit, so nothing but the statements themselves belongs inside.
     statements = _send_statements(message, activities)
-    if connection.vendor == "postgresql" and not connection.in_atomic_block:
-        # There the statements go as one query string, which the server runs as one
-        # implicit transaction: no BEGIN and COMMIT, two round trips fewer. (The
-        # observers, outside a transaction, hear of it at once; the send has committed.)
-        # Inside a transaction (a test's) the durable block below is a savepoint, which
-        # keeps a failed insert (a racing retry's key) from aborting the outer one.
-        block: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-    else:
-        block = transaction.atomic(durable=True)
-    with block:
+    with _write_block(one_query=True):
         if not _insert_within_bound(statements):
             raise Conflict(
                 f"the inbox of {recipient} is full: {MAX_PENDING_PER_INBOX} messages are "
@@ -252,6 +243,18 @@ def _send_commit(
                 code=Code.INBOX_FULL,
             )
         admission_observe(MESSAGE_SEND, principal=principal, project=recipient, session=session)
+
+
+def _write_block(*, one_query: bool) -> contextlib.AbstractContextManager[Any]:
+    """The transaction a send's or a pop's writes run in: ``transaction.atomic(durable=
+    True)``, or none where they are ``one_query`` on PostgreSQL, which the server runs as
+    one implicit transaction: no BEGIN and COMMIT, two round trips fewer. (Observers,
+    outside a transaction, then hear of it at once: it has committed.) Inside a
+    transaction (a test's) the durable block is a savepoint, which keeps a failed
+    statement (a racing retry's key) from aborting the outer one."""
+    if one_query and connection.vendor == "postgresql" and not connection.in_atomic_block:
+        return contextlib.nullcontext()
+    return transaction.atomic(durable=True)
 
 
 def _send_of_key(sender: Project, key: str) -> Message | None:
@@ -423,14 +426,9 @@ def _pop_commit(
         summary="message claimed",
     )
     [activity_values] = insert_parts([activity])[2]
-    if connection.vendor == "postgresql" and request_id is None:
-        # There the claim and its activity row are one statement, atomic by itself: run
-        # without BEGIN and COMMIT, two round trips fewer. (The observers, outside a
-        # transaction, hear of it at once; the statement has committed.)
-        block: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-    else:
-        block = transaction.atomic(durable=True)
-    with block:
+    # A request id's record joins the claim in one transaction; without one, the claim
+    # and its activity row are one statement on PostgreSQL.
+    with _write_block(one_query=request_id is None):
         row = _claim_run(sql, params, activity_values)
         if request_id is not None:
             claimed_id = None if row is None else uuid_of(row[_MESSAGE_COLUMN["id"]])

@@ -8,6 +8,7 @@ import json
 import os
 import select
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 

@@ -52,6 +52,19 @@ def _send(n: int = 0) -> str:
     return str(sent.message.id)
 
 
+def _autocommit_of_each_statement(operation: Callable[[], object]) -> list[bool]:
+    """Whether Django was in autocommit as each statement of ``operation`` ran."""
+    autocommit: list[bool] = []
+
+    def record(execute: Callable[..., Any], sql: str, *args: Any) -> Any:
+        autocommit.append(connection.get_autocommit())
+        return execute(sql, *args)
+
+    with connection.execute_wrapper(record):
+        operation()
+    return autocommit
+
+
 @pytest.fixture(autouse=True)
 def _projects(project_a: Project, project_b: Project) -> None:
     """default/project-a sends to default/project-b."""
@@ -79,14 +92,8 @@ def test_send_on_postgresql_runs_its_lock_and_insert_outside_a_transaction_block
     they run, so no BEGIN or COMMIT goes with them."""
     if connection.vendor != "postgresql":
         pytest.skip("SQLite's send is an IMMEDIATE transaction")
-    autocommit: list[bool] = []
 
-    def record(execute: Callable[..., Any], sql: str, *args: Any) -> Any:
-        autocommit.append(connection.get_autocommit())
-        return execute(sql, *args)
-
-    with connection.execute_wrapper(record):
-        _send()
+    autocommit = _autocommit_of_each_statement(_send)
 
     assert autocommit == [True, True]  # the access query; the lock and the insert
     assert Message.objects.pending().inbox_of(Project.objects.get(name="project-b")).count() == 1
@@ -104,27 +111,35 @@ def test_pop_is_three_statements_and_two_on_postgresql(pending: int) -> None:
     assert len(sql) == (2 if connection.vendor == "postgresql" else 3), sql
 
 
+@pytest.mark.django_db(transaction=True)  # as served: no transaction around the request
 @pytest.mark.parametrize("request_id", [None, "pop-1"])
 def test_pop_on_postgresql_opens_a_transaction_only_to_record_a_request_id(
     request_id: str | None,
 ) -> None:
-    """Without a request id the claim is one statement, run without BEGIN and COMMIT (in
-    a test, which runs in a transaction, a savepoint stands for them)."""
+    """Without a request id the claim is one statement, run without BEGIN and COMMIT."""
     if connection.vendor != "postgresql":
         pytest.skip("SQLite's claim is two statements, in a transaction")
     _send()
+    claimed: list[object] = []
 
-    with CaptureQueriesContext(connection) as captured:
-        claimed = message_pop(
-            principal=ANONYMOUS,
-            workspace=B["workspace"],
-            project=B["project"],
-            request_id=request_id,
+    autocommit = _autocommit_of_each_statement(
+        lambda: claimed.append(
+            message_pop(
+                principal=ANONYMOUS,
+                workspace=B["workspace"],
+                project=B["project"],
+                request_id=request_id,
+            )
         )
+    )
 
-    assert claimed is not None
-    control = [q["sql"] for q in captured.captured_queries if q["sql"].upper().startswith(_CONTROL)]
-    assert bool(control) == (request_id is not None), control
+    assert claimed[0] is not None
+    if request_id is None:
+        assert autocommit == [True, True]  # the access query; the claim with its activity
+    else:
+        # The access query and the request id's look-up, then the claim and the record
+        # of the request id in one transaction.
+        assert autocommit == [True, True, False, False]
 
 
 def test_pop_of_an_empty_inbox_is_two_statements() -> None:
