@@ -156,7 +156,7 @@ class Activity(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     # Indexed by activity_recent, which it leads (an index of its own would be one more
-    # write per activity row, three of which go with every send and claim).
+    # write per activity row: two go with every send, one with every claim).
     project = models.ForeignKey(
         Project, on_delete=models.CASCADE, related_name="activities", db_index=False
     )
