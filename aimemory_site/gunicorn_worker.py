@@ -1,4 +1,5 @@
-"""The gunicorn worker ``ai-memory serve`` runs: gthread, plus a way to close a connection.
+"""The gunicorn worker ``ai-memory serve`` runs: gthread, plus a way to close a connection
+and a time limit on a stalled client.
 
 gunicorn decides keep-alive itself and drops a ``Connection`` header set by the
 application (it is hop-by-hop), so a WSGI application cannot say "this connection ends
@@ -11,6 +12,14 @@ the response starts, it makes gunicorn send ``Connection: close`` and, once the 
 is written, close the connection gracefully (FIN first, then a short linger that reads
 what the client still sends). Under any other server the key is absent and the
 application's answer is unchanged.
+
+gthread reads a request and writes its answer on a blocking socket with no time limit,
+so a client that stops halfway through its request (a suspended process, a laptop that
+lost its network, or one that means to) holds a worker thread for good; on SQLite a
+worker has one thread, and a handful of such clients stopped every worker (tests/
+test_slow_clients.py). Every socket operation on a served connection now ends after
+``AI_MEMORY_CLIENT_TIMEOUT`` seconds without progress, and the connection is closed;
+and a new connection that has sent nothing yet waits in the poller, not in a thread.
 """
 
 from __future__ import annotations
@@ -18,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from django.conf import settings
+from gunicorn.workers import gthread
 from gunicorn.workers.gthread import ThreadWorker as GthreadWorker
 
 #: WSGI environ key of the zero-argument callable that closes the connection after this
@@ -36,6 +47,42 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
     def load_wsgi(self) -> None:
         super().load_wsgi()
         self.wsgi = offering_close(self.wsgi)
+        self.client_timeout = float(settings.AI_MEMORY_CLIENT_TIMEOUT)
+
+    def handle(self, conn: Any) -> Any:
+        """Serve one request of ``conn`` (in a worker thread)."""
+        if type(conn) is gthread.TConn:
+            # gthread builds its connections itself (accept offers no hook for the
+            # class); the subclass only adds the time limit to its socket.
+            conn.__class__ = _TimedConnection
+            conn.client_timeout = self.client_timeout
+        if not conn.initialized and not conn.wait_for_data(FIRST_BYTES_WAIT_SECONDS):
+            # Back to the poller, which hands it to a thread once its first bytes arrive.
+            return gthread._DEFER
+        return super().handle(conn)
+
+
+#: How long a thread waits for the first bytes of a new connection before handing it back
+#: to the poller. gthread waits 5 s, holding the thread: a connection opened ahead of need
+#: (browsers keep spare ones) then stalled a single-threaded SQLite worker for that long.
+#: A client sends its request right after connecting; this covers that gap.
+FIRST_BYTES_WAIT_SECONDS = 0.02
+
+
+class _TimedConnection(gthread.TConn):  # type: ignore[misc]  # gunicorn is untyped
+    """A gthread connection whose socket operations time out.
+
+    ``handle`` makes the socket blocking before every request and then calls ``init``,
+    so the limit is set here, after gunicorn's own set-up, for every request on the
+    connection. A timed-out read or write raises ``TimeoutError`` where it blocked, and
+    gthread closes the connection (a read in the application's body read answers the
+    request as an unreadable body first)."""
+
+    client_timeout: float
+
+    def init(self) -> None:
+        super().init()
+        self.sock.settimeout(self.client_timeout)
 
 
 def offering_close(application: WsgiApp) -> WsgiApp:

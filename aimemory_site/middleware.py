@@ -12,11 +12,17 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, UnreadablePostError
 
 from aimemory_site.errors_views import API_PREFIXES, error_page, is_machine, machine_error
 from aimemory_site.gunicorn_worker import CLOSE_CONNECTION
-from aimemory_site.lib.errors import BadRequest, PayloadTooLarge, error_response
+from aimemory_site.lib.errors import (
+    AppError,
+    BadRequest,
+    PayloadTooLarge,
+    RequestTimeout,
+    error_response,
+)
 from aimemory_site.lib.request_guard import json_request_refusal, url_text_refusal
 
 logger = logging.getLogger(__name__)
@@ -62,7 +68,7 @@ class RequestSizeLimitMiddleware:
                 body = _read(request.META["wsgi.input"], limit + 1)
             except Exception as exc:  # the server's own errors: a cut or malformed chunk
                 logger.info("unreadable chunked body on %s: %r", request.path, exc)
-                return _closing(request, error_response(_unreadable_chunks()))
+                return _closing(request, error_response(_unreadable(exc, _unreadable_chunks())))
             if len(body) > limit:
                 ended = _drain(
                     request, request.META["wsgi.input"].read, DRAIN_LIMIT_FACTOR * limit - len(body)
@@ -87,6 +93,10 @@ class RequestSizeLimitMiddleware:
             request.body  # noqa: B018 - reads at most the limit, then raises
         except RequestDataTooBig:
             return self.too_large(request, limit, drained=False)
+        except UnreadablePostError as exc:  # the client stopped sending, or went away
+            logger.info("unreadable body on %s: %r", request.path, exc)
+            cut = BadRequest("the request body was cut short; nothing was changed")
+            return _closing(request, error_response(_unreadable(exc, cut)))
         return None
 
     @staticmethod
@@ -160,6 +170,20 @@ def _closing(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     if close is not None:
         close()
     return response
+
+
+def _unreadable(exc: BaseException, otherwise: AppError) -> AppError:
+    """A 408 when reading the body timed out (the server's ``AI_MEMORY_CLIENT_TIMEOUT``
+    on the connection's socket), else ``otherwise``."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, TimeoutError):
+        cause = cause.__cause__  # Django wraps the socket's error, once or twice
+    if cause is not None:
+        return RequestTimeout(
+            f"the request body stopped arriving for {settings.AI_MEMORY_CLIENT_TIMEOUT} s; "
+            "nothing was changed"
+        )
+    return otherwise
 
 
 def _unreadable_chunks() -> BadRequest:

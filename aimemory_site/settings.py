@@ -114,6 +114,13 @@ AI_MEMORY_HANDOFF_TTL_DAYS = env_int("AI_MEMORY_HANDOFF_TTL_DAYS", 7)
 AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS = env_bool("AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS")
 # "N/minute" per token (per address when anonymous); unset = off (DESIGN.md section 14).
 AI_MEMORY_RATE_LIMIT = env_str("AI_MEMORY_RATE_LIMIT")
+# Seconds a served connection may go without a byte of its request arriving (or of its
+# answer leaving) before it is closed: a stalled client holds a worker for at most this.
+AI_MEMORY_CLIENT_TIMEOUT = env_int("AI_MEMORY_CLIENT_TIMEOUT", 10)
+if AI_MEMORY_CLIENT_TIMEOUT < 1:
+    raise ImproperlyConfigured(
+        f"AI_MEMORY_CLIENT_TIMEOUT must be at least 1 second, got {AI_MEMORY_CLIENT_TIMEOUT}"
+    )
 
 # Bodies over 1 MiB are refused with 413 before any parsing (see middleware).
 AI_MEMORY_MAX_REQUEST_BYTES = 1024 * 1024

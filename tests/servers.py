@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -80,3 +84,82 @@ def fresh_postgres_database(prefix: str = "aimemory_serve") -> Iterator[str]:
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
+
+
+@contextmanager
+def spawn_database_url(prefix: str) -> Iterator[str | None]:
+    """On PostgreSQL runs, a fresh database on the server of DATABASE_URL; else SQLite."""
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        yield None
+        return
+    with fresh_postgres_database(prefix) as url:
+        yield url
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class RawConnection:
+    """One HTTP/1.1 connection driven by hand: bytes out, whole answers in."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.reader = self.sock.makefile("rb")
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
+
+    def head(self, method: str, path: str, headers: dict[str, str]) -> bytes:
+        lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{self.port}"]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def send_in_background(self, data: bytes) -> threading.Thread:
+        """Write ``data`` from a thread while the test reads; a failed write (a reset,
+        a broken pipe) is kept in ``self.send_errors``."""
+        self.send_errors: list[OSError] = []
+
+        def write() -> None:
+            try:
+                self.sock.sendall(data)
+            except OSError as exc:
+                self.send_errors.append(exc)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        return writer
+
+    def answer(self) -> Answer:
+        status_line = self.reader.readline()
+        assert status_line, "the server closed the connection without answering"
+        headers: dict[str, str] = {}
+        while (line := self.reader.readline()) not in (b"\r\n", b""):
+            name, value = line.decode("latin-1").split(":", 1)
+            headers[name.strip().lower()] = value.strip()
+        if "content-length" in headers:
+            body = self.reader.read(int(headers["content-length"]))
+        else:
+            assert headers.get("transfer-encoding") == "chunked", headers
+            pieces = []
+            while size := int(self.reader.readline(), 16):
+                pieces.append(self.reader.read(size))
+                self.reader.readline()
+            self.reader.readline()  # the empty trailer section
+            body = b"".join(pieces)
+        return Answer(int(status_line.split()[1]), headers, body)
+
+    def closed_by_server(self) -> bool:
+        """True when the server ended the connection with a FIN; a reset raises."""
+        return self.reader.read(1) == b""

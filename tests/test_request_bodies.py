@@ -12,13 +12,10 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +23,7 @@ import pytest
 
 from aimemory_site.middleware import DRAIN_LIMIT_FACTOR
 from tests.conftest import SEND
-from tests.servers import free_port, fresh_postgres_database, wait_healthy
+from tests.servers import Answer, RawConnection, free_port, spawn_database_url, wait_healthy
 
 pytestmark = pytest.mark.slow
 
@@ -36,75 +33,6 @@ MCP_HEADERS = {
     "Accept": "application/json, text/event-stream",
     "MCP-Protocol-Version": "2025-11-25",
 }
-
-
-@dataclass
-class Answer:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-class RawConnection:
-    """One HTTP/1.1 connection driven by hand: bytes out, whole answers in."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-        self.reader = self.sock.makefile("rb")
-
-    def close(self) -> None:
-        self.reader.close()
-        self.sock.close()
-
-    def head(self, method: str, path: str, headers: dict[str, str]) -> bytes:
-        lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{self.port}"]
-        lines += [f"{name}: {value}" for name, value in headers.items()]
-        return ("\r\n".join(lines) + "\r\n\r\n").encode()
-
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def send_in_background(self, data: bytes) -> threading.Thread:
-        """Write ``data`` from a thread while the test reads; a failed write (a reset,
-        a broken pipe) is kept in ``self.send_errors``."""
-        self.send_errors: list[OSError] = []
-
-        def write() -> None:
-            try:
-                self.sock.sendall(data)
-            except OSError as exc:
-                self.send_errors.append(exc)
-
-        writer = threading.Thread(target=write)
-        writer.start()
-        return writer
-
-    def answer(self) -> Answer:
-        status_line = self.reader.readline()
-        assert status_line, "the server closed the connection without answering"
-        headers: dict[str, str] = {}
-        while (line := self.reader.readline()) not in (b"\r\n", b""):
-            name, value = line.decode("latin-1").split(":", 1)
-            headers[name.strip().lower()] = value.strip()
-        if "content-length" in headers:
-            body = self.reader.read(int(headers["content-length"]))
-        else:
-            assert headers.get("transfer-encoding") == "chunked", headers
-            pieces = []
-            while size := int(self.reader.readline(), 16):
-                pieces.append(self.reader.read(size))
-                self.reader.readline()
-            self.reader.readline()  # the empty trailer section
-            body = b"".join(pieces)
-        return Answer(int(status_line.split()[1]), headers, body)
-
-    def closed_by_server(self) -> bool:
-        """True when the server ended the connection with a FIN; a reset raises."""
-        return self.reader.read(1) == b""
 
 
 def chunked(body: bytes, piece: int = 64 * 1024) -> bytes:
@@ -176,16 +104,6 @@ class Server:
         return body
 
 
-@contextmanager
-def _database_url() -> Iterator[str | None]:
-    """On PostgreSQL runs, a fresh database on the server of DATABASE_URL; else SQLite."""
-    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        yield None
-        return
-    with fresh_postgres_database("aimemory_bodies") as url:
-        yield url
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """``ai-memory serve`` with one worker (so a kept-alive connection stays on it),
@@ -194,7 +112,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     env = {**os.environ, "AI_MEMORY_DATA_DIR": str(tmp_path_factory.mktemp("data"))}
     for name in ("AI_MEMORY_ROOT_TOKEN", "AI_MEMORY_RATE_LIMIT", "DATABASE_URL"):
         env.pop(name, None)
-    with _database_url() as database_url:
+    with spawn_database_url("aimemory_bodies") as database_url:
         if database_url:
             env["DATABASE_URL"] = database_url
         argv = ["serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"]

@@ -22,6 +22,7 @@ class Code(enum.StrEnum):
     NOT_FOUND = "not_found"
     CONFLICT = "conflict"
     PAYLOAD_TOO_LARGE = "payload_too_large"
+    REQUEST_TIMEOUT = "request_timeout"
     INVALID = "invalid"
     VALIDATION_ERROR = "validation_error"
     METHOD_NOT_ALLOWED = "method_not_allowed"
@@ -105,6 +106,13 @@ class Conflict(AppError):
 class PayloadTooLarge(AppError):
     code = Code.PAYLOAD_TOO_LARGE
     http_status = 413
+
+
+class RequestTimeout(AppError):
+    """The request's body stopped arriving (``AI_MEMORY_CLIENT_TIMEOUT``)."""
+
+    code = Code.REQUEST_TIMEOUT
+    http_status = 408
 
 
 class UnsupportedMediaType(AppError):
