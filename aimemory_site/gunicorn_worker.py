@@ -24,6 +24,7 @@ and a new connection that has sent nothing yet waits in the poller, not in a thr
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -40,7 +41,8 @@ WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 # gunicorn ships no type information, so its worker class is Any to mypy.
 class ThreadWorker(GthreadWorker):  # type: ignore[misc]
-    """gunicorn's gthread worker, offering the application ``CLOSE_CONNECTION``."""
+    """gunicorn's gthread worker, offering the application ``CLOSE_CONNECTION``, with a
+    time limit on stalled clients."""
 
     wsgi: WsgiApp  # set by gunicorn's load_wsgi
 
@@ -48,6 +50,7 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
         super().load_wsgi()
         self.wsgi = offering_close(self.wsgi)
         self.client_timeout = float(settings.AI_MEMORY_CLIENT_TIMEOUT)
+        self.log.error_log.addFilter(_StalledClientRecord(settings.AI_MEMORY_CLIENT_TIMEOUT))
 
     def handle(self, conn: Any) -> Any:
         """Serve one request of ``conn`` (in a worker thread)."""
@@ -83,6 +86,23 @@ class _TimedConnection(gthread.TConn):  # type: ignore[misc]  # gunicorn is unty
     def init(self) -> None:
         super().init()
         self.sock.settimeout(self.client_timeout)
+
+
+class _StalledClientRecord(logging.Filter):
+    """gthread logs a client socket's timeout as an error of the server, with its
+    traceback; a client that stopped sending is the client's doing: one line at INFO."""
+
+    def __init__(self, timeout: int) -> None:
+        super().__init__()
+        self.timeout = timeout
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], TimeoutError):
+            record.msg = "closed a connection that stalled for %s s (AI_MEMORY_CLIENT_TIMEOUT)"
+            record.args = (self.timeout,)
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
 
 
 def offering_close(application: WsgiApp) -> WsgiApp:

@@ -17,6 +17,8 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -32,10 +34,17 @@ THREADS = 4  # --workers 2 --threads 2
 STALLED = THREADS + 2
 
 
+@dataclass
+class Served:
+    port: int
+    log: Path  # the server's output, as it writes it
+
+
 @pytest.fixture(scope="module")
-def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     port = free_port()
-    env = {**os.environ, "AI_MEMORY_DATA_DIR": str(tmp_path_factory.mktemp("data"))}
+    data_dir = tmp_path_factory.mktemp("data")
+    env = {**os.environ, "AI_MEMORY_DATA_DIR": str(data_dir)}
     for name in ("AI_MEMORY_ROOT_TOKEN", "AI_MEMORY_RATE_LIMIT", "DATABASE_URL"):
         env.pop(name, None)
     env["AI_MEMORY_CLIENT_TIMEOUT"] = str(CLIENT_TIMEOUT)
@@ -43,10 +52,11 @@ def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     with spawn_database_url("aimemory_slow_clients") as database_url:
         if database_url:
             env["DATABASE_URL"] = database_url
+        log = data_dir / "server.log"
         proc = subprocess.Popen(
             [sys.executable, "-m", "aimemory_site.cli.main", *argv],
             env=env,
-            stdout=subprocess.PIPE,
+            stdout=log.open("wb"),
             stderr=subprocess.STDOUT,
         )
         try:
@@ -58,10 +68,15 @@ def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
                     "session_id": f"slow-{project}",
                 }
                 assert _call(port, "/api/v1/sessions", json.dumps(session).encode()).status == 200
-            yield port
+            yield Served(port, log)
         finally:
             proc.terminate()
-            proc.communicate(timeout=30)
+            proc.wait(timeout=30)
+
+
+@pytest.fixture
+def port(served: Served) -> int:
+    return served.port
 
 
 def _call(port: int, path: str, body: bytes) -> Answer:
@@ -102,13 +117,20 @@ def test_a_body_that_stops_arriving_gets_a_408_and_a_close(port: int) -> None:
         connection.close()
 
 
-def test_a_head_that_stops_arriving_is_closed_without_an_answer(port: int) -> None:
-    connection = RawConnection(port)
+def test_a_head_that_stops_arriving_is_closed_without_an_answer(served: Served) -> None:
+    connection = RawConnection(served.port)
     try:
         connection.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # no blank line
         assert connection.closed_by_server()
     finally:
         connection.close()
+    # The worker says so in one line, not as an error with a traceback.
+    line = f"[INFO] closed a connection that stalled for {CLIENT_TIMEOUT} s"
+    deadline = time.monotonic() + 10
+    while line not in served.log.read_text():
+        assert time.monotonic() < deadline, served.log.read_text()
+        time.sleep(0.05)  # another process's log file: there is nothing to wait on
+    assert "Traceback" not in served.log.read_text()
 
 
 def test_clients_stopped_halfway_do_not_stop_the_server(port: int) -> None:
