@@ -117,6 +117,24 @@ def test_a_body_that_stops_arriving_gets_a_408_and_a_close(port: int) -> None:
         connection.close()
 
 
+def test_a_chunked_body_that_stops_arriving_gets_a_408_and_a_close(port: int) -> None:
+    connection = RawConnection(port)
+    try:
+        head = connection.head(
+            "POST",
+            "/api/v1/messages",
+            {"Content-Type": "application/json", "Transfer-Encoding": "chunked"},
+        )
+        connection.send(head + b"40\r\n" + b'{"to_workspace": ')  # a chunk cut short
+        answer = connection.answer()
+        assert answer.status == 408
+        assert answer.json()["code"] == "request_timeout"
+        assert answer.headers["connection"] == "close"
+        assert connection.closed_by_server()
+    finally:
+        connection.close()
+
+
 def test_a_head_that_stops_arriving_is_closed_without_an_answer(served: Served) -> None:
     connection = RawConnection(served.port)
     try:
