@@ -69,6 +69,7 @@ def main() -> None:
             for rev, work, url in zip(revisions, workdirs, urls, strict=True)
         ]
         rates: dict[str, list[list[float]]] = {load: [[], []] for load in LOADS}
+        p99s: dict[str, list[list[float]]] = {load: [[], []] for load in LOADS}
         for n in range(ROUNDS):
             order = (0, 1) if n % 2 == 0 else (1, 0)
             for load, (script, env) in LOADS.items():
@@ -77,6 +78,7 @@ def main() -> None:
                         servers[i].seed("stock", STOCKED, 100)
                     run = wrk(servers[i].base, script, CLIENTS, SECONDS, **env)
                     rates[load][i].append(run.rps)
+                    p99s[load][i].append(run.sent_p99_ms)
         print(
             f"A = {revisions[0]}, B = {revisions[1]}, {DATABASE}, {CLIENTS} clients, "
             f"{ROUNDS} rounds"
@@ -86,7 +88,9 @@ def main() -> None:
             median_a, median_b = statistics.median(a), statistics.median(b)
             print(
                 f"{load}: A {median_a:.0f} req/s, B {median_b:.0f} req/s, "
-                f"B/A {median_b / median_a:.2f} (pairs: {pairs})"
+                f"B/A {median_b / median_a:.2f} (pairs: {pairs}); p99 as sent "
+                f"A {statistics.median(p99s[load][0]):.1f} ms, "
+                f"B {statistics.median(p99s[load][1]):.1f} ms"
             )
     finally:
         for server in servers:

@@ -71,11 +71,68 @@ class Load:
     claimed: int
     empty: int
     wrk_cpu: float  # wrk's CPU time over the wall time of the run, in cores
+    # What the requests took as they were sent, timed in the Lua scripts (``common.lua``);
+    # p50_ms .. p99_ms above are wrk's own, corrected for coordinated omission. 0 where a
+    # script does not time (the peer's).
+    sent_p50_ms: float = 0.0
+    sent_p95_ms: float = 0.0
+    sent_p99_ms: float = 0.0
+    sent_max_ms: float = 0.0
+    sent_over_100ms: int = 0  # requests that took 100 ms or more
+    # What the machine took from everyone during the run (see ``MachineStall``): CPU time
+    # the hypervisor gave to other guests, in cores, and the share of the run in which
+    # some task here waited on the disk.
+    steal_cores: float = 0.0
+    io_stall: float = 0.0
+
+
+@dataclass
+class MachineStall:
+    """Counters of the whole machine that say how noisy a run was, read before and after.
+
+    ``/proc/stat``'s steal time is CPU time the hypervisor gave to other guests while this
+    one had work; ``/proc/pressure/io``'s ``some`` total is the time in which at least one
+    task waited on I/O (the kernel's pressure stall information). Either is 0 where the
+    kernel does not report it.
+    """
+
+    steal_s: float
+    io_some_s: float
+    at: float
+
+    @classmethod
+    def now(cls) -> MachineStall:
+        steal = 0.0
+        try:
+            fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+            steal = int(fields[8]) / os.sysconf("SC_CLK_TCK")  # cpu user nice system ... steal
+        except (OSError, IndexError, ValueError):
+            pass
+        io_some = 0.0
+        try:
+            for line in Path("/proc/pressure/io").read_text().splitlines():
+                if line.startswith("some "):
+                    io_some = int(line.rsplit("total=", 1)[1]) / 1e6
+        except (OSError, IndexError, ValueError):
+            pass
+        return cls(steal_s=steal, io_some_s=io_some, at=time.monotonic())
+
+    def since(self, before: MachineStall) -> tuple[float, float]:
+        """(stolen cores, I/O stall share) between ``before`` and this reading."""
+        wall = max(self.at - before.at, 1e-9)
+        return (self.steal_s - before.steal_s) / wall, (self.io_some_s - before.io_some_s) / wall
+
+
+def wrk_threads(connections: int) -> int:
+    """wrk threads for ``connections``: one each, so that a thread's requests and
+    responses alternate and ``common.lua`` can time each request (wrk's CPU stays a few
+    percent of a core; every row reports it)."""
+    return connections
 
 
 def wrk(base: str, script: str, connections: int, seconds: float, **env: str) -> Load:
     """Run one wrk load and parse the summary the Lua ``done`` prints."""
-    threads = 1 if connections == 1 else 2
+    threads = wrk_threads(connections)
     full_env = {**os.environ, "BENCH_WRK_DIR": str(WRK_DIR), "BENCH_BODY": BODY, **env}
     command = [
         "wrk",
@@ -89,9 +146,10 @@ def wrk(base: str, script: str, connections: int, seconds: float, **env: str) ->
         base,
     ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.monotonic()
+    stall_before = MachineStall.now()
     done = subprocess.run(command, env=full_env, capture_output=True, text=True, check=False)
-    wall = time.monotonic() - started
+    stall = MachineStall.now()
+    wall = stall.at - stall_before.at
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     line = next((x for x in done.stdout.splitlines() if x.startswith("WRK_JSON ")), None)
     if done.returncode != 0 or line is None:
@@ -99,6 +157,7 @@ def wrk(base: str, script: str, connections: int, seconds: float, **env: str) ->
     data = json.loads(line.removeprefix("WRK_JSON "))
     duration = data["duration_us"] / 1e6
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    steal_cores, io_stall = stall.since(stall_before)
     return Load(
         name=f"{script} {env.get('BENCH_PATH', env.get('BENCH_TOOL', ''))}".strip(),
         connections=connections,
@@ -112,6 +171,13 @@ def wrk(base: str, script: str, connections: int, seconds: float, **env: str) ->
         claimed=data.get("claimed", 0),
         empty=data.get("empty", 0),
         wrk_cpu=cpu / wall,
+        sent_p50_ms=data.get("sent_p50_us", 0) / 1000,
+        sent_p95_ms=data.get("sent_p95_us", 0) / 1000,
+        sent_p99_ms=data.get("sent_p99_us", 0) / 1000,
+        sent_max_ms=data.get("sent_max_us", 0) / 1000,
+        sent_over_100ms=data.get("sent_over_100ms", 0),
+        steal_cores=steal_cores,
+        io_stall=io_stall,
     )
 
 
@@ -156,6 +222,13 @@ def _merged(runs: list[Load]) -> Load:
         claimed=sum(run.claimed for run in runs),
         empty=sum(run.empty for run in runs),
         wrk_cpu=statistics.mean(run.wrk_cpu for run in runs),
+        sent_p50_ms=statistics.median(run.sent_p50_ms for run in runs),
+        sent_p95_ms=statistics.median(run.sent_p95_ms for run in runs),
+        sent_p99_ms=statistics.median(run.sent_p99_ms for run in runs),
+        sent_max_ms=max(run.sent_max_ms for run in runs),
+        sent_over_100ms=sum(run.sent_over_100ms for run in runs),
+        steal_cores=sum(run.steal_cores * run.seconds for run in runs) / seconds,
+        io_stall=sum(run.io_stall * run.seconds for run in runs) / seconds,
     )
 
 
@@ -419,7 +492,7 @@ class PeerRun:
     def rounds(self, c: int) -> dict[str, Round]:
         from bench import peer
 
-        threads = 1 if c == 1 else 2
+        threads = wrk_threads(c)
 
         def send(seconds: float) -> Load:
             env = peer.peer_wrk_env(self.setup, threads=threads)

@@ -177,3 +177,30 @@ def test_the_wal_starts_again_from_its_beginning_under_steady_writes(
     assert base.checkpointer.restarts > restarts_before
     # The file holds what the commits between two checkpoints wrote, not all of it.
     assert base._wal_size(str(connection.settings_dict["NAME"])) < 20 * threshold
+
+
+def test_a_checkpoint_that_holds_the_writer_lock_long_is_logged(
+    db: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every writer waits for a RESTART; one past SLOW_CHECKPOINT_SECONDS says so in the
+    log, so a tail of seconds can be traced to the disk."""
+    from aimemory_site.backends.sqlite3 import base
+
+    monkeypatch.setattr(base, "CHECKPOINT_RESTART_WAL_BYTES", 1)  # every run restarts
+    monkeypatch.setattr(base, "SLOW_CHECKPOINT_SECONDS", 0.0)  # and every hold is slow
+    caplog.set_level("INFO", logger=base.logger.name)
+    project = make_project(None, "default", "project-a")
+
+    def logged() -> list[str]:
+        return [
+            r.getMessage()
+            for r in caplog.records
+            if r.getMessage().startswith("SQLite checkpoint held the writer lock for ")
+        ]
+
+    with base.checkpointer.finished:  # the run's log line comes before its notify
+        for n in range(base.CHECKPOINT_EVERY_COMMITS):
+            with transaction.atomic():
+                Message.objects.create(to_project=project, from_project=project, body=f"#{n}")
+        assert base.checkpointer.finished.wait_for(lambda: bool(logged()), 30)
+    assert "every writer waited" in logged()[0]

@@ -3,6 +3,6 @@ dofile(os.getenv("BENCH_WRK_DIR") .. "/common.lua")
 function make_request(n)
   return post_json("/api/v1/messages/pop", '{"workspace": "bench", "project": "hot"}')
 end
-function response(status, headers, body)
+function on_response(status, headers, body)
   count_claims(status, body)
 end

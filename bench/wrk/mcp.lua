@@ -23,6 +23,6 @@ function make_request(n)
     '{"jsonrpc": "2.0", "id": %d, "method": "tools/call", '
     .. '"params": {"name": "%s", "arguments": %s}}', n, tool, arguments), headers)
 end
-function response(status, headers, body)
+function on_response(status, headers, body)
   if tool ~= "memory_message_send" then count_claims(status, body) end
 end

@@ -10,6 +10,6 @@ function make_request(n)
   return post_json("/api/v1/messages/pop", string.format(
     '{"workspace": "bench", "project": "%s-%d"}', prefix, (n + offset) % sinks))
 end
-function response(status, headers, body)
+function on_response(status, headers, body)
   count_claims(status, body)
 end
