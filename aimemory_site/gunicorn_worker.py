@@ -20,12 +20,22 @@ worker has one thread, and a handful of such clients stopped every worker (tests
 test_slow_clients.py). Every socket operation on a served connection now ends after
 ``AI_MEMORY_CLIENT_TIMEOUT`` seconds without progress, and the connection is closed;
 and a new connection that has sent nothing yet waits in the poller, not in a thread.
+
+Every worker process polls the one listening socket, and whichever wakes first takes a
+new connection; a client keeps its connection, so its requests stay with that worker.
+Eight clients came to rest on four single-threaded workers as 7 + 1 or 4 + 2 + 2, and the
+requests of a worker holding more connections wait behind each other while another
+worker idles. A worker that already holds connections now leaves a new one to the others
+for a moment per connection it holds (``ACCEPT_DEFER_PER_CONNECTION_SECONDS``), so the
+one holding fewest takes it: the p99 of sends and pops at 8 clients fell by a sixth
+(docs/hot-path.md).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from time import monotonic
 from typing import Any
 
 from django.conf import settings
@@ -45,12 +55,57 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
     time limit on stalled clients."""
 
     wsgi: WsgiApp  # set by gunicorn's load_wsgi
+    # While in the future, this worker leaves new connections to the other workers.
+    _accept_deferred_until = 0.0
+    # When accepting resumed after a deferral: the connection it waited out, if no other
+    # worker took it meanwhile, is this worker's to take now.
+    _accept_resumed_at = float("-inf")
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
         self.wsgi = offering_close(self.wsgi)
         self.client_timeout = float(settings.AI_MEMORY_CLIENT_TIMEOUT)
         self.log.error_log.addFilter(_StalledClientRecord(settings.AI_MEMORY_CLIENT_TIMEOUT))
+
+    def accept(self, listener: Any) -> None:
+        """Take a new connection, or first leave it to a worker that holds fewer.
+
+        Called by the poller when the listening socket is readable, in every worker at
+        once. A worker holding ``nr_conns`` connections stops listening for
+        ``nr_conns`` times ``ACCEPT_DEFER_PER_CONNECTION_SECONDS`` (at most
+        ``ACCEPT_DEFER_MAX_SECONDS``), without blocking its poller; if the connection
+        is still waiting when it listens again, it takes it.
+        """
+        now = monotonic()
+        waited_out = now - self._accept_resumed_at <= ACCEPT_RESUME_GRACE_SECONDS
+        # One connection per deferral: clients connect in bursts, and the next of a
+        # burst is again for the worker holding fewest.
+        self._accept_resumed_at = float("-inf")
+        if self.nr_conns and not waited_out:
+            wait = min(
+                ACCEPT_DEFER_MAX_SECONDS, self.nr_conns * ACCEPT_DEFER_PER_CONNECTION_SECONDS
+            )
+            self._accept_deferred_until = now + wait
+            self.set_accept_enabled(False)
+            return
+        super().accept(listener)
+
+    def set_accept_enabled(self, enabled: bool) -> None:
+        # gthread's main loop asks for listening again at every turn while the worker has
+        # room for more connections; a deferral holds it off until it ends.
+        if enabled and not self._accepting and self._accept_deferred_until:
+            now = monotonic()
+            if now < self._accept_deferred_until:
+                return
+            self._accept_deferred_until = 0.0
+            self._accept_resumed_at = now
+        super().set_accept_enabled(enabled)
+
+    def wait_for_and_dispatch_events(self, timeout: float) -> None:
+        # Wake when a deferral ends, not a second later, even if nothing else happens.
+        if self._accept_deferred_until:
+            timeout = min(timeout, max(0.0, self._accept_deferred_until - monotonic()))
+        super().wait_for_and_dispatch_events(timeout)
 
     def handle(self, conn: Any) -> Any:
         """Serve one request of ``conn`` (in a worker thread)."""
@@ -70,6 +125,17 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
 #: (browsers keep spare ones) then stalled a single-threaded SQLite worker for that long.
 #: A client sends its request right after connecting; this covers that gap.
 FIRST_BYTES_WAIT_SECONDS = 0.02
+
+#: How long a worker leaves a new connection to the others, per connection it holds
+#: already, and at most. A worker busy with a request has its poller wait for the GIL,
+#: up to Python's switch interval (5 ms), before it can take a connection; 2 ms per
+#: connection still left eight clients as 3 + 2 + 2 + 1, 5 ms as 2 + 2 + 2 + 2. A new
+#: connection waits at most 20 ms, and only while every worker holds some.
+ACCEPT_DEFER_PER_CONNECTION_SECONDS = 0.005
+ACCEPT_DEFER_MAX_SECONDS = 0.02
+#: After a deferral the worker listens again and takes a connection that is still
+#: waiting: the poller reports it within this long of listening again.
+ACCEPT_RESUME_GRACE_SECONDS = 0.005
 
 
 class _TimedConnection(gthread.TConn):  # type: ignore[misc]  # gunicorn is untyped

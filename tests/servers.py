@@ -163,3 +163,28 @@ class RawConnection:
     def closed_by_server(self) -> bool:
         """True when the server ended the connection with a FIN; a reset raises."""
         return self.reader.read(1) == b""
+
+
+def serving_process(server_port: int, client_port: int, among: set[int]) -> int | None:
+    """Which of the processes ``among`` holds the server side of the connection from
+    127.0.0.1:``client_port`` to ``server_port``, read from /proc (None if none does)."""
+    inode = None
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote = fields[1], fields[2]
+        if local.endswith(f":{server_port:04X}") and remote.endswith(f":{client_port:04X}"):
+            inode = fields[9]
+    if inode is None:
+        return None
+    for pid in among:
+        try:
+            descriptors = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue  # the process ended while we looked
+        for descriptor in descriptors:
+            try:
+                if str(descriptor.readlink()) == f"socket:[{inode}]":
+                    return pid
+            except OSError:
+                continue  # closed while we looked
+    return None
