@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, OuterRef, Prefetch, Q, Subquery
+from django.db.models.functions import Coalesce
 
 from aimemory_site.lib.errors import BadRequest, Code, NotFound
 from aimemory_site.lib.limits import limit_clamp
@@ -50,20 +51,20 @@ def message_pending_count(*, project: Project) -> int:
     return Message.objects.pending().inbox_of(project).count()
 
 
-def pending_counts(projects: QuerySet[Project]) -> dict[UUID, int]:
-    """Pending inbox counts of ``projects`` in one grouped query; absent means 0.
-
-    ``projects`` goes in as a subquery: a thousand ids bound as parameters cost the home
-    page more than the count itself.
-    """
-    rows = (
+def pending_count_expression() -> Coalesce:
+    """How many messages wait in the inbox of each row of a ``Project`` queryset, as an
+    expression to annotate it with: one count per project over the inbox index, in the
+    same query. Counting in SQL spares the page a second query and a thousand project
+    ids read back and matched in Python."""
+    waiting = (
         Message.objects.pending()
-        .filter(to_project__in=projects.values("pk"))
-        .values("to_project_id")
-        .annotate(n=Count("id"))
+        .filter(to_project=OuterRef("pk"))
         .order_by()
+        .values("to_project")
+        .annotate(n=Count("id"))
+        .values("n")
     )
-    return {row["to_project_id"]: row["n"] for row in rows}
+    return Coalesce(Subquery(waiting), 0)
 
 
 def message_status(

@@ -14,11 +14,11 @@ from tests.webui.conftest import deliver, page
 
 NumQueries = Callable[[int], AbstractContextManager[object]]
 
-# Anonymous server: is auth on (one EXISTS on tokens), the readable projects with their
-# latest activity, and one grouped count of pending messages.
-HOME_QUERIES_ANONYMOUS = 3
+# Anonymous server: is auth on (one EXISTS on tokens), then the readable projects with
+# their latest activity and pending counts.
+HOME_QUERIES_ANONYMOUS = 2
 # Logged-in user: the session and the user come first.
-HOME_QUERIES_USER = 5
+HOME_QUERIES_USER = 4
 # Anonymous server: is auth on, the project, five messages with their senders, the
 # pending count, the recent activity with counterparts, which of those are readable, and
 # the pages (no body).
