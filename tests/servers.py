@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -94,6 +95,36 @@ def spawn_database_url(prefix: str) -> Iterator[str | None]:
         return
     with fresh_postgres_database(prefix) as url:
         yield url
+
+
+@contextmanager
+def serving(
+    data_dir: Path, *options: str, database_prefix: str, **environ: str
+) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """``ai-memory serve`` with ``options`` on a free port of 127.0.0.1, anonymous, on the
+    suite's kind of database (a fresh one on PostgreSQL runs), once it answers
+    ``/healthz``: its port and process. Its output goes to ``data_dir / "server.log"``."""
+    port = free_port()
+    env = {**os.environ, "AI_MEMORY_DATA_DIR": str(data_dir), **environ}
+    for name in ("AI_MEMORY_ROOT_TOKEN", "AI_MEMORY_RATE_LIMIT", "DATABASE_URL"):
+        env.pop(name, None)
+    argv = ["serve", "--bind", f"127.0.0.1:{port}", *options]
+    with spawn_database_url(database_prefix) as database_url:
+        if database_url:
+            env["DATABASE_URL"] = database_url
+        data_dir.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "aimemory_site.cli.main", *argv],
+            env=env,
+            stdout=(data_dir / "server.log").open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
+            yield port, proc
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
 
 
 @dataclass

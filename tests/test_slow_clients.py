@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SEND
-from tests.servers import Answer, RawConnection, free_port, spawn_database_url, wait_healthy
+from tests.servers import Answer, RawConnection, serving
 
 pytestmark = pytest.mark.slow
 
@@ -42,36 +42,21 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    port = free_port()
     data_dir = tmp_path_factory.mktemp("data")
-    env = {**os.environ, "AI_MEMORY_DATA_DIR": str(data_dir)}
-    for name in ("AI_MEMORY_ROOT_TOKEN", "AI_MEMORY_RATE_LIMIT", "DATABASE_URL"):
-        env.pop(name, None)
-    env["AI_MEMORY_CLIENT_TIMEOUT"] = str(CLIENT_TIMEOUT)
-    argv = ["serve", "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "2"]
-    with spawn_database_url("aimemory_slow_clients") as database_url:
-        if database_url:
-            env["DATABASE_URL"] = database_url
-        log = data_dir / "server.log"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "aimemory_site.cli.main", *argv],
-            env=env,
-            stdout=log.open("wb"),
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
-            for project in ("from_project", "to_project"):
-                session = {
-                    "workspace": SEND["from_workspace"],
-                    "project": SEND[project],
-                    "session_id": f"slow-{project}",
-                }
-                assert _call(port, "/api/v1/sessions", json.dumps(session).encode()).status == 200
-            yield Served(port, log)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+    with serving(
+        data_dir,
+        *("--workers", "2", "--threads", "2"),
+        database_prefix="aimemory_slow_clients",
+        AI_MEMORY_CLIENT_TIMEOUT=str(CLIENT_TIMEOUT),
+    ) as (port, _proc):
+        for project in ("from_project", "to_project"):
+            session = {
+                "workspace": SEND["from_workspace"],
+                "project": SEND[project],
+                "session_id": f"slow-{project}",
+            }
+            assert _call(port, "/api/v1/sessions", json.dumps(session).encode()).status == 200
+        yield Served(port, data_dir / "server.log")
 
 
 @pytest.fixture

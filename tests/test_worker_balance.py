@@ -8,24 +8,14 @@ workers took connections as they woke, eight clients came to rest on four worker
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 
-from tests.servers import (
-    children,
-    free_port,
-    serving_process,
-    spawn_database_url,
-    wait_for_workers,
-    wait_healthy,
-)
+from tests.servers import children, serving, serving_process, wait_for_workers
 
 pytestmark = pytest.mark.slow
 
@@ -40,28 +30,11 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    port = free_port()
     data_dir = tmp_path_factory.mktemp("data")
-    env = {**os.environ, "AI_MEMORY_DATA_DIR": str(data_dir)}
-    for name in ("AI_MEMORY_ROOT_TOKEN", "AI_MEMORY_RATE_LIMIT", "DATABASE_URL"):
-        env.pop(name, None)
-    argv = ["serve", "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "1"]
-    with spawn_database_url("aimemory_balance") as database_url:
-        if database_url:
-            env["DATABASE_URL"] = database_url
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "aimemory_site.cli.main", *argv],
-            env=env,
-            stdout=(data_dir / "server.log").open("wb"),
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
-            wait_for_workers(proc.pid, 2)
-            yield Served(port, children(proc.pid))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+    options = ("--workers", "2", "--threads", "1")
+    with serving(data_dir, *options, database_prefix="aimemory_balance") as (port, proc):
+        wait_for_workers(proc.pid, 2)
+        yield Served(port, children(proc.pid))
 
 
 def _kept_alive(port: int) -> socket.socket:
