@@ -90,13 +90,18 @@ class RequestSizeLimitMiddleware:
             )
             return self.too_large(request, limit, drained=ended)
         try:
-            request.body  # noqa: B018 - reads at most the limit, then raises
+            body = request.body  # reads at most the limit, then raises
         except RequestDataTooBig:
             return self.too_large(request, limit, drained=False)
         except UnreadablePostError as exc:  # the client stopped sending, or went away
             logger.info("unreadable body on %s: %r", request.path, exc)
-            cut = BadRequest("the request body was cut short; nothing was changed")
-            return _closing(request, error_response(_unreadable(exc, cut)))
+            return _closing(request, error_response(_unreadable(exc, _cut_short())))
+        if len(body) < declared:
+            # The client ended its side of the connection before the length it declared
+            # arrived: the server's reader returns what came, and a cut that happened to
+            # leave valid JSON would otherwise be served.
+            logger.info("body of %s ended at %d of %d bytes", request.path, len(body), declared)
+            return _closing(request, error_response(_cut_short()))
         return None
 
     @staticmethod
@@ -184,6 +189,10 @@ def _unreadable(exc: BaseException, otherwise: AppError) -> AppError:
             "nothing was changed"
         )
     return otherwise
+
+
+def _cut_short() -> BadRequest:
+    return BadRequest("the request body was cut short; nothing was changed")
 
 
 def _unreadable_chunks() -> BadRequest:

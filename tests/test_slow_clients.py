@@ -73,6 +73,13 @@ def _call(port: int, path: str, body: bytes) -> Answer:
         connection.close()
 
 
+def _pending_count(port: int) -> int:
+    """How many messages wait in the inbox SEND writes to."""
+    query = f"workspace={SEND['to_workspace']}&project={SEND['to_project']}&limit=200"
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/messages?{query}") as answer:
+        return len(json.load(answer)["messages"])
+
+
 def _healthz(port: int, timeout: float = 30) -> int:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=timeout) as answer:
         status: int = answer.status
@@ -199,3 +206,26 @@ def test_a_bad_client_timeout_stops_the_server_from_starting(value: str) -> None
     )
     assert done.returncode != 0
     assert "AI_MEMORY_CLIENT_TIMEOUT must be" in done.stderr
+
+
+def test_a_body_the_client_ends_early_gets_a_400_and_a_close(port: int) -> None:
+    """The client ends its side of the connection before the declared length arrived:
+    not a stall, so no 408, and not a body to parse, even where the cut leaves valid
+    JSON."""
+    before = _pending_count(port)
+    connection = RawConnection(port)
+    try:
+        body = json.dumps(SEND).encode()
+        connection.send(_send_head(connection, len(body) + 10) + body)
+        connection.sock.shutdown(socket.SHUT_WR)
+        answer = connection.answer()
+        assert answer.status == 400
+        assert answer.json() == {
+            "detail": "the request body was cut short; nothing was changed",
+            "code": "bad_request",
+        }
+        assert answer.headers["connection"] == "close"
+        assert connection.closed_by_server()
+    finally:
+        connection.close()
+    assert _pending_count(port) == before
