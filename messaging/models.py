@@ -16,8 +16,10 @@ class MessageQuerySet(models.QuerySet["Message"]):
     def pending(self) -> MessageQuerySet:
         return self.filter(state=Message.State.PENDING)
 
-    def inbox_of(self, project: Project) -> MessageQuerySet:
-        return self.filter(to_project=project)
+    def inbox_of(self, project: Project | models.OuterRef) -> MessageQuerySet:
+        """``project``: a project, or ``OuterRef("pk")`` of an outer ``Project`` query."""
+        # django-stubs types a lookup's value as a model or key; Django takes expressions.
+        return self.filter(to_project=project)  # type: ignore[misc]
 
     def outbox_of(self, project: Project) -> MessageQuerySet:
         return self.filter(from_project=project)

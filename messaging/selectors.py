@@ -58,7 +58,7 @@ def pending_count_expression() -> Coalesce:
     ids read back and matched in Python."""
     waiting = (
         Message.objects.pending()
-        .filter(to_project=OuterRef("pk"))
+        .inbox_of(OuterRef("pk"))
         .order_by()
         .values("to_project")
         .annotate(n=Count("id"))
