@@ -12,8 +12,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,7 +21,7 @@ import pytest
 
 from aimemory_site.middleware import DRAIN_LIMIT_FACTOR
 from tests.conftest import SEND
-from tests.servers import Answer, RawConnection, free_port, spawn_database_url, wait_healthy
+from tests.servers import Answer, RawConnection, serving
 
 pytestmark = pytest.mark.slow
 
@@ -108,36 +106,21 @@ class Server:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """``ai-memory serve`` with one worker (so a kept-alive connection stays on it),
     anonymous, with the sender and recipient projects of ``SEND`` started."""
-    port = free_port()
-    env = {**os.environ, "AI_MEMORY_DATA_DIR": str(tmp_path_factory.mktemp("data"))}
-    for name in ("AI_MEMORY_ROOT_TOKEN", "AI_MEMORY_RATE_LIMIT", "DATABASE_URL"):
-        env.pop(name, None)
-    with spawn_database_url("aimemory_bodies") as database_url:
-        if database_url:
-            env["DATABASE_URL"] = database_url
-        argv = ["serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "aimemory_site.cli.main", *argv],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+    data_dir = tmp_path_factory.mktemp("data")
+    with serving(data_dir, "--workers", "1", database_prefix="aimemory_bodies") as (port, _):
+        started = Server(port)
+        expected = (
+            "postgresql" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "sqlite"
         )
-        try:
-            assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
-            started = Server(port)
-            expected = "postgresql" if database_url else "sqlite"
-            assert started.call("GET", "/healthz").json()["database"] == expected
-            for project in ("from_project", "to_project"):
-                session = {
-                    "workspace": SEND["from_workspace"],
-                    "project": SEND[project],
-                    "session_id": f"bodies-{project}",
-                }
-                assert started.call("POST", "/api/v1/sessions", session).status == 200
-            yield started
-        finally:
-            proc.terminate()
-            proc.communicate(timeout=30)
+        assert started.call("GET", "/healthz").json()["database"] == expected
+        for project in ("from_project", "to_project"):
+            session = {
+                "workspace": SEND["from_workspace"],
+                "project": SEND[project],
+                "session_id": f"bodies-{project}",
+            }
+            assert started.call("POST", "/api/v1/sessions", session).status == 200
+        yield started
 
 
 @pytest.mark.parametrize("path", ["/api/v1/messages", "/mcp"])
