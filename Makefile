@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
 .DEFAULT_GOAL := help
-.PHONY: help serve test check fmt bench install clean
+.PHONY: help serve test test-fast check fmt bench install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ serve: $(STAMP)
 ## test: the whole test suite (SQLite by default; set DATABASE_URL for PostgreSQL)
 test: $(STAMP)
 	$(BIN)/pytest
+
+## test-fast: the inner loop: every test not marked slow (no spawned servers, no thread storms)
+test-fast: $(STAMP)
+	$(BIN)/pytest -m 'not slow'
 
 ## check: lint, format check, types, import layers and missing migrations
 check: $(STAMP)
