@@ -17,6 +17,7 @@ from aimemory_site.cli import decision, hook, init, knowledge, manage, messages,
 from aimemory_site.cli.client import AUTH_TOKEN_ENV, DEFAULT_SERVER_URL, SERVER_URL_ENV
 from aimemory_site.cli.errors import CliError, UsageError
 from aimemory_site.cli.help_text import describe
+from aimemory_site.cli.parsing import CommandParser
 
 USAGE_EXIT_CODE = 2
 # The exit status of a process stopped by Ctrl-C, as shells report it.
@@ -24,7 +25,8 @@ INTERRUPTED_EXIT_CODE = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    # Typed as the base class: the command modules take subparsers of ArgumentParser.
+    parser: argparse.ArgumentParser = CommandParser(
         prog="ai-memory",
         description=describe(
             [
