@@ -7,9 +7,10 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Router
 
 from aimemory_site.lib.api import NameText, PagePathText, errors, principal_of
+from aimemory_site.lib.fetch_metadata import browser_marks_cross_site
 from projects.briefing import briefing_get
 from projects.handoffs import handoff_create, handoff_list, handoff_row
-from projects.onstart import onstart_block, onstart_for_hook
+from projects.onstart import onstart_for_hook, onstart_for_session_start
 from projects.pages import (
     page_list,
     page_not_found,
@@ -28,10 +29,10 @@ from projects.schemas import (
     PageReadOut,
     PageWriteIn,
     PageWriteOut,
+    SessionIdQuery,
     SessionStartIn,
 )
 from projects.scope import scope_resolve
-from projects.services import session_start
 
 router = Router(tags=["sessions"])
 hooks_router = Router(tags=["hooks"])
@@ -40,20 +41,17 @@ hooks_router = Router(tags=["hooks"])
 @router.post("/sessions", response={200: OnStartOut, **errors(404, 409, body=True)})
 def sessions_start(request: HttpRequest, payload: SessionStartIn) -> HttpResponse:
     """Register a lifecycle-hook session (creating the project if new); return the on-start
-    block, which claims the project's next handoff for this session."""
-    started = session_start(
+    block. Only a new session claims the project's next handoff: not a ``resume``,
+    ``compact`` or ``init`` start, nor a session id that started before."""
+    block = onstart_for_session_start(
         principal=principal_of(request),
         workspace=payload.workspace,
         project=payload.project,
         session_id=payload.session_id,
         agent=payload.agent,
-    )
-    block = onstart_block(
-        project=started.project,
-        session_id=started.session.session_id,
-        session=started.session,
-        claim_handoff=True,
+        source=payload.source,
         inject_brief=payload.inject_brief,
+        cross_site=browser_marks_cross_site(request),
     )
     return JsonResponse(block)
 
@@ -70,12 +68,17 @@ def briefing(request: HttpRequest, workspace: NameText, project: NameText) -> Ht
 
 @hooks_router.get("/handoff", response={200: OnStartOut, **errors(404)})
 def handoff(
-    request: HttpRequest, workspace: NameText, project: NameText, session_id: str = ""
+    request: HttpRequest, workspace: NameText, project: NameText, session_id: SessionIdQuery = ""
 ) -> HttpResponse:
-    """The on-start block for an existing project; creates nothing, and claims the next
-    handoff only for a session the caller registered, with write access."""
+    """The on-start block for an existing project; creates no project. Without a
+    ``session_id`` it claims nothing; with one it is that session's start, and a writer's
+    new session claims the next handoff, except from a page a browser marks cross-site."""
     block = onstart_for_hook(
-        principal=principal_of(request), workspace=workspace, project=project, session_id=session_id
+        principal=principal_of(request),
+        workspace=workspace,
+        project=project,
+        session_id=session_id,
+        cross_site=browser_marks_cross_site(request),
     )
     return JsonResponse(block)
 

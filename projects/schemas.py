@@ -1,9 +1,30 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 from ninja import Field, Schema
 from pydantic import StrictBool
 
 from aimemory_site.lib.api import BodyIn, NameText, NonBlankText, PagePathText, SessionIdText
+from aimemory_site.lib.session_sources import SESSION_SOURCES
+
+# Documented, not validated here: the on-start service answers an unknown value with 400
+# ``invalid_source``, as other bad values get a 400 with their own code, never a 422.
+SourceText = Annotated[
+    str,
+    Field(
+        description="What started the session, as the hook says; absent means startup.",
+        json_schema_extra={"enum": list(SESSION_SOURCES)},
+    ),
+]
+SessionIdQuery = Annotated[
+    str,
+    Field(
+        description="The starting session's id (at most 200 characters); without one, "
+        "nothing is claimed.",
+        json_schema_extra={"maxLength": 200},
+    ),
+]
 
 
 class SessionStartIn(BodyIn):
@@ -14,6 +35,7 @@ class SessionStartIn(BodyIn):
     # Strict booleans here and below: the document says boolean, so 0, 1 or "yes" are
     # refused, not guessed at.
     inject_brief: StrictBool = False
+    source: SourceText | None = None
 
 
 class HandoffOut(Schema):

@@ -124,6 +124,8 @@ class SessionStart:
     project: Project
     session: AgentSession
     project_created: bool
+    # False when this principal had registered the id before (a repeat, a resume).
+    session_created: bool
 
 
 @transaction.atomic
@@ -186,7 +188,9 @@ def session_start(
             actor=f"{principal.display_name} ({kind})",
             summary=f"{kind} session started",
         )
-    return SessionStart(project=target, session=session, project_created=created)
+    return SessionStart(
+        project=target, session=session, project_created=created, session_created=session_created
+    )
 
 
 def server_boot_record() -> ServerBoot:

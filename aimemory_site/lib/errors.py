@@ -35,6 +35,8 @@ class Code(enum.StrEnum):
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     INVALID_TEXT = "invalid_text"
     INVALID_ARGUMENTS = "invalid_arguments"
+    REQUEST_LINE_TOO_LONG = "request_line_too_long"
+    HEADERS_TOO_LARGE = "headers_too_large"
     OAUTH_NOT_OFFERED = "oauth_not_offered"
     # Projects, sessions and scopes
     INVALID_NAME = "invalid_name"
@@ -42,6 +44,7 @@ class Code(enum.StrEnum):
     WRITE_ACCESS_REQUIRED = "write_access_required"
     INVALID_SESSION_ID = "invalid_session_id"
     SESSION_TAKEN = "session_taken"
+    INVALID_SOURCE = "invalid_source"
     SCOPE_INCOMPLETE = "scope_incomplete"
     SCOPE_NOT_NAMED = "scope_not_named"
     # Messages

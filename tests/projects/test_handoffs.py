@@ -10,10 +10,11 @@ from typing import Any
 
 import httpx
 import pytest
+from django.test import Client
 from django.utils import timezone
 from pytest_django.live_server_helper import LiveServer
 
-from projects.models import Grant, Handoff, Project
+from projects.models import AgentSession, Grant, Handoff, Project
 from tests.conftest import A, ApiCall, Persona, make_project
 from tests.mcp_raw import RawMcp
 
@@ -187,3 +188,127 @@ def test_the_hook_route_claims_for_a_writers_session_only(
     assert read_only["handoff"] is None  # a reader may look, not take it
     assert claimed["handoff"]["body"] == NOTE
     assert Handoff.objects.get().state == Handoff.State.CLAIMED
+
+
+# ---- only a new session claims (a compaction must not eat the next session's note) ------
+
+
+@pytest.mark.parametrize("source", ["compact", "resume", "init"])
+def test_a_continuing_start_claims_nothing_and_the_next_startup_gets_the_handoff(
+    api: ApiCall, source: str
+) -> None:
+    handoff_id = _create(api)
+
+    continuing = api("post", "/api/v1/sessions", {**START, "source": source})[1]
+    startup = api("post", "/api/v1/sessions", {**START, "session_id": "new", "source": "startup"})
+
+    assert continuing["handoff"] is None
+    assert "🤝" not in continuing["context"]
+    assert startup[1]["handoff"]["id"] == handoff_id
+
+
+@pytest.mark.parametrize("source", ["startup", "clear", None])
+def test_a_new_session_of_any_fresh_source_claims(api: ApiCall, source: str | None) -> None:
+    handoff_id = _create(api)
+    payload = START if source is None else {**START, "source": source}
+
+    assert api("post", "/api/v1/sessions", payload)[1]["handoff"]["id"] == handoff_id
+
+
+def test_a_repeated_session_id_claims_nothing(api: ApiCall) -> None:
+    assert api("post", "/api/v1/sessions", START)[1]["handoff"] is None
+    handoff_id = _create(api)
+
+    repeated = api("post", "/api/v1/sessions", START)[1]
+    fresh = api("post", "/api/v1/sessions", {**START, "session_id": "fresh"})[1]
+
+    assert repeated["handoff"] is None
+    assert fresh["handoff"]["id"] == handoff_id
+
+
+# ---- GET /handoff with a session id: a session start, never a cross-site one ------------
+
+
+def _hook_get(
+    client: Client,
+    session_id: str,
+    *,
+    scope: dict[str, str] = A,
+    token: str | None = None,
+    fetch_site: str | None = None,
+) -> dict[str, Any]:
+    """``GET /handoff`` for ``session_id``; ``fetch_site`` is the browser's Sec-Fetch-Site."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if fetch_site is not None:
+        headers["Sec-Fetch-Site"] = fetch_site
+    response = client.get("/handoff", {**scope, "session_id": session_id}, headers=headers)
+    assert response.status_code == 200, response.content
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+@pytest.mark.parametrize("fetch_site", ["cross-site", "same-site"])
+def test_the_hook_route_never_claims_for_a_cross_site_request(
+    api: ApiCall, client: Client, fetch_site: str
+) -> None:
+    """An ``<img src=.../handoff?session_id=x>`` on any web page must not eat the note."""
+    _create(api)
+
+    answer = _hook_get(client, "from-a-page", fetch_site=fetch_site)
+
+    assert answer["handoff"] is None
+    assert Handoff.objects.get().state == Handoff.State.OPEN
+    assert not AgentSession.objects.filter(session_id="from-a-page").exists()
+
+
+@pytest.mark.parametrize("fetch_site", ["same-origin", "none"])
+def test_the_hook_route_claims_for_a_same_origin_or_typed_in_request(
+    api: ApiCall, client: Client, fetch_site: str
+) -> None:
+    handoff_id = _create(api)
+
+    answer = _hook_get(client, "typed-in", fetch_site=fetch_site)
+
+    assert answer["handoff"]["id"] == handoff_id
+
+
+def test_the_hook_route_claims_once_per_session_id(api: ApiCall, client: Client) -> None:
+    first, second = _create(api, "first"), _create(api, "second")
+
+    claimed = _hook_get(client, "hook-get")
+    repeated = _hook_get(client, "hook-get")
+    fresh = _hook_get(client, "another")
+
+    assert claimed["handoff"]["id"] == first
+    assert repeated["handoff"] is None
+    assert fresh["handoff"]["id"] == second
+
+
+def test_the_hook_route_claims_nothing_for_an_id_that_already_started(
+    api: ApiCall, client: Client
+) -> None:
+    assert api("post", "/api/v1/sessions", START)[0] == 200
+    handoff_id = _create(api)
+
+    started_before = _hook_get(client, START["session_id"])
+    fresh = _hook_get(client, "fresh")
+
+    assert started_before["handoff"] is None
+    assert fresh["handoff"]["id"] == handoff_id
+
+
+def test_the_hook_route_claims_nothing_for_another_principals_session(
+    api: ApiCall, client: Client, alice: Persona, bob: Persona, alices_open: Project
+) -> None:
+    scope = {"workspace": "default", "project": "commons"}
+    alices = {**scope, "session_id": "alices-session"}
+    assert api("post", "/api/v1/sessions", alices, token=alice.token)[0] == 200
+    assert api("post", "/api/v1/handoffs", {**scope, "body": NOTE}, token=alice.token)[0] == 201
+
+    by_bob_as_alice = _hook_get(client, "alices-session", scope=scope, token=bob.token)
+    by_bob_as_himself = _hook_get(client, "bobs-session", scope=scope, token=bob.token)
+
+    assert by_bob_as_alice["handoff"] is None
+    assert by_bob_as_himself["handoff"]["body"] == NOTE
+    session = AgentSession.objects.get(session_id="alices-session")
+    assert session.principal_key == alice.principal.key

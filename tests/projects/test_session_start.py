@@ -83,13 +83,50 @@ def test_unknown_fields_are_a_validation_error(api: ApiCall) -> None:
     assert "colour" in body["detail"]
 
 
-def test_handoff_reads_the_block_of_an_existing_project(api: ApiCall) -> None:
+def test_handoff_without_a_session_id_only_reads_the_block(api: ApiCall) -> None:
+    api("post", "/api/v1/sessions", START)
+    status, body = api("get", "/handoff?workspace=default&project=project-a")
+    assert status == 200
+    assert (body["project"], body["session_id"]) == ("project-a", "")
+    assert list(AgentSession.objects.values_list("session_id", flat=True)) == ["sess-1"]
+
+
+def test_handoff_with_a_new_session_id_registers_it_as_a_session_start(api: ApiCall) -> None:
     api("post", "/api/v1/sessions", START)
     status, body = api("get", "/handoff?workspace=default&project=project-a&session_id=sess-2")
     assert status == 200
-    assert body["project"] == "project-a"
-    assert body["session_id"] == "sess-2"
-    assert not AgentSession.objects.filter(session_id="sess-2").exists()
+    assert (body["project"], body["session_id"]) == ("project-a", "sess-2")
+    session = AgentSession.objects.select_related("project").get(session_id="sess-2")
+    assert (session.project.name, session.agent) == ("project-a", "other")
+
+
+def test_handoff_registers_no_session_for_a_reader(
+    api: ApiCall, bob: Persona, alices_restricted: Project
+) -> None:
+    query = {"workspace": "default", "project": "alpha", "session_id": "bobs"}
+    status, body = api("get", "/handoff", query, token=bob.token)
+    assert status == 200
+    assert body["handoff"] is None
+    assert not AgentSession.objects.exists()
+
+
+@pytest.mark.parametrize("source", ["startup", "resume", "clear", "compact", "init"])
+def test_session_start_takes_every_hook_source(api: ApiCall, source: str) -> None:
+    status, body = api("post", "/api/v1/sessions", {**START, "source": source})
+    assert status == 200, body
+    assert AgentSession.objects.filter(session_id="sess-1").exists()
+
+
+@pytest.mark.parametrize("source", ["fork", "", "STARTUP"])
+def test_an_unknown_source_is_refused_and_nothing_is_written(api: ApiCall, source: str) -> None:
+    status, body = api("post", "/api/v1/sessions", {**START, "source": source})
+    assert status == 400
+    assert body == {
+        "detail": f"source must be one of startup, resume, clear, compact or init, got {source!r}",
+        "code": "invalid_source",
+    }
+    assert not Project.objects.exists()
+    assert not AgentSession.objects.exists()
 
 
 def test_reads_never_create_a_project(api: ApiCall) -> None:
