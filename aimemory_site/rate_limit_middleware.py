@@ -10,7 +10,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 
 from aimemory_site.errors_views import API_PREFIXES, machine_error
-from projects.rate_limits import rate_limit_configured, rate_limit_key, rate_limit_refusal
+from projects.rate_limits import rate_limit_caller, rate_limit_configured, rate_limit_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +43,9 @@ class RateLimitMiddleware:
             return self.get_response(request)
         # REMOTE_ADDR may be empty (a unix socket bind): such callers share one counter.
         address = request.META.get("REMOTE_ADDR") or ""
-        key = rate_limit_key(request.headers.get("Authorization"), address)
+        caller = rate_limit_caller(request.headers.get("Authorization"), address)
         try:
-            refusal = rate_limit_refusal(self.limit, key)
+            refusal = rate_limit_refusal(self.limit, caller)
         except DatabaseError as exc:
             # An outage is not a reason to refuse: the view meets it too and answers 503
             # database_unavailable (MachineErrorMiddleware), as it does without a limit.

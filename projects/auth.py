@@ -43,10 +43,40 @@ def auth_enabled() -> bool:
 _ANY_TOKEN_SQL = f"SELECT 1 FROM {ApiToken._meta.db_table} LIMIT 1"
 
 
+# A token that authenticates: unrevoked, of an active user, matched by its keyed hash
+# (the one parameter). Aliases t (the token) and u (its user); authentication and the
+# rate limit's choice of counter both use it, so the two never disagree on a bearer.
+_LIVE_TOKEN_WHERE = "t.key_hash = %s AND t.revoked_at IS NULL AND u.is_active"
+
+
+def live_token_exists_sql() -> str:
+    """An SQL condition, true when the token of keyed hash ``%s`` (its one parameter)
+    authenticates; for a statement that must decide it without a round trip of its own."""
+    return (
+        f"EXISTS (SELECT 1 FROM {ApiToken._meta.db_table} t JOIN {User._meta.db_table} u "
+        f"ON u.id = t.user_id WHERE {_LIVE_TOKEN_WHERE})"
+    )
+
+
+def bearer_of(header: str | None) -> str:
+    """The token of an ``Authorization: Bearer <token>`` header value; "" when there is
+    none or the scheme is another."""
+    if not header:
+        return ""
+    scheme, _, value = header.strip().partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else ""
+
+
+def is_root_token(key: str) -> bool:
+    """Whether ``key`` is ``AI_MEMORY_ROOT_TOKEN`` (compared in constant time)."""
+    root_token = settings.AI_MEMORY_ROOT_TOKEN
+    return bool(root_token) and hmac.compare_digest(key.encode(), root_token.encode())
+
+
 def _live_token(key_hash: str) -> ApiToken | None:
-    """The unrevoked token with ``key_hash``, with its user, in one plain statement: it
-    runs on every authenticated call, where compiling the queryset cost more than the
-    query."""
+    """The token with ``key_hash`` if it authenticates, with its user, in one plain
+    statement: it runs on every authenticated call, where compiling the queryset cost
+    more than the query."""
     with connection.cursor() as cursor:
         cursor.execute(_live_token_sql(connection.vendor), [key_hash])
         row = cursor.fetchone()
@@ -63,7 +93,7 @@ def _live_token_sql(vendor: str) -> str:
     return (
         f"SELECT {select_columns(User, 'u')}, {select_columns(ApiToken, 't')} "
         f"FROM {ApiToken._meta.db_table} t JOIN {User._meta.db_table} u ON u.id = t.user_id "
-        "WHERE t.key_hash = %s AND t.revoked_at IS NULL LIMIT 1"
+        f"WHERE {_LIVE_TOKEN_WHERE} LIMIT 1"
     )
 
 
@@ -77,20 +107,15 @@ def principal_from_authorization(header: str | None) -> Principal:
     An anonymous server lets everyone in; with authentication on, a missing, unknown or
     revoked bearer raises Unauthorized.
     """
-    key = ""
-    if header:
-        scheme, _, value = header.strip().partition(" ")
-        if scheme.lower() == "bearer":
-            key = value.strip()
+    key = bearer_of(header)
     if not key:
         if not auth_enabled():
             return Principal.anonymous()
         raise _unauthorized("authentication required: send Authorization: Bearer <token>")
-    root_token = settings.AI_MEMORY_ROOT_TOKEN
-    if root_token and hmac.compare_digest(key.encode(), root_token.encode()):
+    if is_root_token(key):
         return Principal.root()
     token = _live_token(token_hash(key))
-    if token is None or not token.user.is_active:
+    if token is None:
         if not auth_enabled():
             return Principal.anonymous()
         raise _unauthorized("invalid or revoked token")

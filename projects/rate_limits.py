@@ -1,8 +1,11 @@
 """Request rate limits: ``AI_MEMORY_RATE_LIMIT`` (DESIGN.md section 14).
 
 The rule: at most N requests per caller in each fixed window of a second, a minute or an
-hour (aligned to the Unix epoch). A caller is its bearer token when it sends one, else
-its client address. Fixed windows, not sliding ones, so that counting is one row per
+hour (aligned to the Unix epoch). A caller is its bearer token when that token
+authenticates (the root token, or a user's unrevoked token), else its client address: a
+request with an unknown or revoked bearer, or any request to an anonymous server, counts
+against its address. So random bearers neither dodge an address's limit nor add a row
+each to the counters. Fixed windows, not sliding ones, so that counting is one row per
 caller and window and one statement per request; the price is that a caller may send up
 to 2N requests across a window boundary.
 
@@ -24,7 +27,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
 
 from aimemory_site.lib.errors import RateLimited
-from projects.auth import token_hash
+from projects.auth import bearer_of, is_root_token, live_token_exists_sql, token_hash
 from projects.models import RateWindow
 
 _PERIODS = {"second": 1, "minute": 60, "hour": 3600}
@@ -70,32 +73,49 @@ def rate_limit_configured() -> RateLimit | None:
         raise ImproperlyConfigured(str(exc)) from None
 
 
-def rate_limit_key(authorization: str | None, address: str) -> str:
-    """The counter a request counts against: its bearer, else its client address.
+@dataclass(frozen=True)
+class RateCaller:
+    """The counter a request counts against: ``key``, or ``"t:" + token_hash`` instead
+    when ``token_hash`` is set and its token authenticates, which the counting statement
+    itself decides (no round trip of its own before the view authenticates)."""
 
-    The bearer is kept as its keyed hash (``token_hash``: for a user token, the very
-    ``ApiToken.key_hash``), never as sent. Behind a proxy every anonymous caller arrives
-    from the proxy's address and shares one counter.
+    key: str
+    token_hash: str | None = None
+
+
+def rate_limit_caller(authorization: str | None, address: str) -> RateCaller:
+    """Who a request with this ``Authorization`` header from ``address`` counts as.
+
+    A bearer is kept as its keyed hash (``token_hash``: for a user token, the very
+    ``ApiToken.key_hash``), never as sent. Behind a proxy every caller counted by address
+    arrives from the proxy's address and shares one counter.
     """
-    if authorization:
-        scheme, _, value = authorization.strip().partition(" ")
-        bearer = value.strip()
-        if scheme.lower() == "bearer" and bearer:
-            return f"t:{token_hash(bearer)}"
-    return f"a:{address}"
+    by_address = f"a:{address}"
+    bearer = bearer_of(authorization)
+    if not bearer:
+        return RateCaller(by_address)
+    if is_root_token(bearer):
+        return RateCaller(f"t:{token_hash(bearer)}")
+    return RateCaller(by_address, token_hash=token_hash(bearer))
 
 
 # Raw SQL because the ORM has no atomic increment-or-create: get_or_create followed by
 # an F() update is two statements, and two workers counting the first request of a window
 # at once would both try the insert. One upsert counts on both backends (SQLite >= 3.35,
 # PostgreSQL >= 9.5) with the conflict settled by the unique constraint on (key,
-# window_start), and RETURNING hands back the count this request made.
+# window_start), and RETURNING hands back the count this request made. With a bearer to
+# check, the counter's key is chosen in the same statement (SQLite needs a WHERE on an
+# upsert's SELECT to parse it).
 _COUNT_SQL = (
     f'INSERT INTO {RateWindow._meta.db_table} ("key", window_start, "count") '
-    "VALUES (%s, %s, 1) "
+    "SELECT {key}, %s, 1 WHERE 1 = 1 "
     f'ON CONFLICT ("key", window_start) DO UPDATE SET "count" = '
     f'{RateWindow._meta.db_table}."count" + 1 '
     'RETURNING "count"'
+)
+_COUNT_KEY_SQL = _COUNT_SQL.format(key="%s")
+_COUNT_BEARER_SQL = _COUNT_SQL.format(
+    key=f"CASE WHEN {live_token_exists_sql()} THEN %s ELSE %s END"
 )
 # Fixed windows need only the current one: every earlier row of every caller is dead.
 _PURGE_SQL = f"DELETE FROM {RateWindow._meta.db_table} WHERE window_start < %s"
@@ -110,10 +130,10 @@ def _write() -> AbstractContextManager[object]:
 
 
 def rate_limit_refusal(
-    limit: RateLimit, key: str, *, now: float | None = None
+    limit: RateLimit, caller: RateCaller, *, now: float | None = None
 ) -> RateLimited | None:
-    """Count one request of ``key`` at ``now`` (default: the clock); the refusal to answer
-    when it is over the limit, else None.
+    """Count one request of ``caller`` at ``now`` (default: the clock); the refusal to
+    answer when it is over the limit, else None.
 
     Refused requests count too (the count only decides, it is not a quota to hand back).
     The first request of a window deletes every earlier window, so the table holds about
@@ -124,7 +144,13 @@ def rate_limit_refusal(
         now = time.time()
     window_start = int(now // limit.period_s) * limit.period_s
     with _write(), connection.cursor() as cursor:
-        cursor.execute(_COUNT_SQL, [key, window_start])
+        if caller.token_hash is None:
+            cursor.execute(_COUNT_KEY_SQL, [caller.key, window_start])
+        else:
+            token_key = f"t:{caller.token_hash}"
+            cursor.execute(
+                _COUNT_BEARER_SQL, [caller.token_hash, token_key, caller.key, window_start]
+            )
         row = cursor.fetchone()
         assert row is not None  # RETURNING of an upsert always yields its row
         count: int = row[0]

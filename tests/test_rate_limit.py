@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import secrets
 import subprocess
 import time
 import urllib.error
@@ -20,6 +21,7 @@ from django.db import connection
 from django.http import HttpResponse
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from pytest_django import DjangoAssertNumQueries
 from pytest_django.fixtures import Settings as SettingsWrapper
 
@@ -114,6 +116,74 @@ def test_anonymous_callers_are_counted_per_address(
 
     assert first == [200, 429]
     assert other.status_code == 200
+
+
+def _random_bearer() -> dict[str, str]:
+    return {"Authorization": f"Bearer aim_{secrets.token_urlsafe(32)}"}
+
+
+@pytest.mark.django_db
+def test_random_bearers_count_against_their_address_and_add_no_rows(
+    settings: SettingsWrapper, auth_on: str, alice: Persona, alices_open: Project
+) -> None:
+    _limit(settings, "5/minute")
+    client = Client(REMOTE_ADDR="192.0.2.7")
+    window_with_room(60, 10)
+    client.get("/api/v1/messages", COMMONS, headers={"Authorization": f"Bearer {alice.token}"})
+    rows_before = RateWindow.objects.count()
+
+    statuses = [
+        client.get("/api/v1/messages", COMMONS, headers=_random_bearer()).status_code
+        for _ in range(60)
+    ]
+    alices = client.get(
+        "/api/v1/messages", COMMONS, headers={"Authorization": f"Bearer {alice.token}"}
+    )
+
+    assert statuses == [401] * 5 + [429] * 55
+    assert RateWindow.objects.count() == rows_before + 1  # the address's one counter
+    assert alices.status_code == 200  # a real token counts apart from its address
+
+
+@pytest.mark.django_db
+def test_a_revoked_token_counts_against_its_address(
+    settings: SettingsWrapper, auth_on: str, alice: Persona, alices_open: Project
+) -> None:
+    _limit(settings, "2/minute")
+    client = Client(REMOTE_ADDR="192.0.2.8")
+    window_with_room(60, 5)
+    as_alice = {"Authorization": f"Bearer {alice.token}"}
+    alices = client.get("/api/v1/messages", COMMONS, headers=as_alice).status_code
+    ApiToken.objects.filter(user=alice.user).update(revoked_at=timezone.now())
+
+    statuses = [client.get("/api/v1/messages", COMMONS).status_code for _ in range(2)]
+    revoked = client.get("/api/v1/messages", COMMONS, headers=as_alice)
+
+    assert (alices, statuses) == (200, [401, 401])
+    assert revoked.status_code == 429
+
+
+@pytest.mark.django_db
+def test_an_anonymous_server_counts_by_address_whatever_bearer_is_sent(
+    settings: SettingsWrapper, project_a: Project, project_b: Project
+) -> None:
+    _limit(settings, "3/minute")
+    client = Client(REMOTE_ADDR="192.0.2.9")
+    window_with_room(60, 10)
+
+    statuses = [
+        client.post(
+            "/api/v1/messages",
+            {**SEND, "body": f"send {n}"},
+            content_type="application/json",
+            headers=_random_bearer(),
+        ).status_code
+        for n in range(10)
+    ]
+
+    assert statuses == [201] * 3 + [429] * 7
+    assert Message.objects.count() == 3
+    assert list(RateWindow.objects.values_list("key", flat=True)) == ["a:192.0.2.9"]
 
 
 @pytest.mark.django_db
