@@ -66,10 +66,17 @@ class Message(models.Model):
     # What the send did to the text, so a replayed send can say it again.
     omitted_chars = models.PositiveIntegerField(default=0)
     redactions = models.PositiveIntegerField(default=0)
-    # The sender's retry key: the same key from the same project within 24 hours is the
-    # same send. Cleared after 24 hours by ``retry_ids_purge``, so a key can come back.
-    # NULL, not "", for none: the unique constraint below must only see real keys.
+    # The sender's retry key: the same key from the same principal and project within 24
+    # hours is the same send. Cleared after 24 hours by ``retry_ids_purge``, so a key can
+    # come back. NULL, not "", for none: the unique constraint below must only see real
+    # keys.
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    # Whose key it is (``Principal.key``): on an open project every user signs as the
+    # project, and one user's key must neither swallow another's send nor answer him with
+    # a message he never sent. Set with the key and cleared with it; NULL otherwise.
+    idempotency_principal = models.CharField(  # noqa: DJ001
+        max_length=64, null=True, blank=True
+    )
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
     created_at = models.DateTimeField(default=timezone.now)
     claimed_at = models.DateTimeField(null=True, blank=True)
@@ -113,7 +120,7 @@ class Message(models.Model):
             ),
             # Decides racing retries of one send: the second insert fails, nothing doubles.
             models.UniqueConstraint(
-                fields=["from_project", "idempotency_key"],
+                fields=["from_project", "idempotency_key", "idempotency_principal"],
                 condition=models.Q(idempotency_key__isnull=False),
                 name="message_idempotency_key_unique",
             ),
@@ -125,9 +132,13 @@ class Message(models.Model):
 
 class PopRequest(models.Model):
     """What one pop with a ``request_id`` claimed (or that it claimed nothing), kept for
-    24 hours so that a retry of it answers the same and claims nothing new."""
+    24 hours so that a retry of it by the same principal answers the same and claims
+    nothing new."""
 
     inbox = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    # Who popped (``Principal.key``): another user's pop of a shared inbox with the same
+    # id is a pop of its own, never handed the body this one claimed.
+    principal_key = models.CharField(max_length=64)
     request_id = models.CharField(max_length=200)
     message = models.ForeignKey(
         Message, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
@@ -136,7 +147,9 @@ class PopRequest(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["inbox", "request_id"], name="pop_request_unique"),
+            models.UniqueConstraint(
+                fields=["inbox", "request_id", "principal_key"], name="pop_request_unique"
+            ),
         ]
 
     def __str__(self) -> str:

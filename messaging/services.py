@@ -151,9 +151,10 @@ def message_send(
     Needs write on the recipient, which must exist (a typo is rejected, never turned into
     a dead inbox), and write on the sender: signing as a project is acting as it.
     ``in_reply_to`` must name a message the sending project sent or received. A send
-    whose ``idempotency_key`` the sending project used within 24 hours writes nothing and
-    answers that first message (``replay``), whatever its body; racing retries are decided
-    by a unique constraint, not by a read. Deciding admission webhooks run before
+    whose ``idempotency_key`` the same principal used from the sending project within 24
+    hours writes nothing and answers that first message (``replay``), whatever its body;
+    racing retries are decided by a unique constraint, not by a read. Another principal's
+    key, on a project both may write, is a new send. Deciding admission webhooks run before
     anything is written, so this must not be called inside ``transaction.atomic`` (on
     SQLite the durable block raises ``RuntimeError`` if it is). Three statements: the
     access query, then the guarded insert and the two activity rows (SQLite), or the
@@ -164,7 +165,7 @@ def message_send(
         principal, [(to_workspace, to_project), (from_workspace, from_project)], need=Level.WRITE
     )
     if idempotency_key is not None:
-        earlier = _send_of_key(sender, idempotency_key)
+        earlier = _send_of_key(sender, principal, idempotency_key)
         if earlier is not None:
             return Sent(earlier, replay=True)
     clean_body = body_clean(body)
@@ -187,6 +188,7 @@ def message_send(
         omitted_chars=clean_body.omitted,
         redactions=clean_body.redactions + clean_subject.redactions,
         idempotency_key=idempotency_key,
+        idempotency_principal=None if idempotency_key is None else principal.key,
     )
     actor = _actor(principal, agent)
     activities = [
@@ -211,13 +213,15 @@ def message_send(
         if idempotency_key is None:
             raise
         # A retry with the same key won the race: answer its message.
-        earlier = _send_of_key(sender, idempotency_key)
+        earlier = _send_of_key(sender, principal, idempotency_key)
         if earlier is not None:
             return Sent(earlier, replay=True)
         # The key's holder is older than the window and not purged yet: free the key.
-        Message.objects.filter(from_project=sender, idempotency_key=idempotency_key).update(
-            idempotency_key=None
-        )
+        Message.objects.filter(
+            from_project=sender,
+            idempotency_key=idempotency_key,
+            idempotency_principal=principal.key,
+        ).update(idempotency_key=None, idempotency_principal=None)
         _send_commit(principal, message, activities, from_session)
     message._state.adding = False
     message._state.db = DEFAULT_DB_ALIAS
@@ -257,12 +261,14 @@ def _write_block(*, one_query: bool) -> contextlib.AbstractContextManager[Any]:
     return transaction.atomic(durable=True)
 
 
-def _send_of_key(sender: Project, key: str) -> Message | None:
-    """The message ``sender`` sent with ``key`` within the retry window, if any."""
+def _send_of_key(sender: Project, principal: Principal, key: str) -> Message | None:
+    """The message ``principal`` sent as ``sender`` with ``key`` within the retry window,
+    if any."""
     return (
         Message.objects.filter(
             from_project=sender,
             idempotency_key=key,
+            idempotency_principal=principal.key,
             created_at__gte=timezone.now() - RETRY_WINDOW,
         )
         .only("id", "omitted_chars", "redactions")
@@ -376,9 +382,9 @@ def message_pop(
     The guarded ``UPDATE ... WHERE state='pending'`` decides the claim on every database;
     a caller that loses the race gets None and never sees the body. On PostgreSQL the
     candidate is also row-locked with SKIP LOCKED so concurrent poppers spread over the
-    queue instead of queueing on its head. A pop whose ``request_id`` this inbox saw
-    within 24 hours answers what that pop claimed (the message again, or None) and claims
-    nothing new; the record of it is written in the claim's transaction, so a retry racing
+    queue instead of queueing on its head. A pop whose ``request_id`` the same principal
+    used on this inbox within 24 hours answers what that pop claimed (the message again,
+    or None) and claims nothing new (another principal's id is a pop of its own); the record of it is written in the claim's transaction, so a retry racing
     the first call is decided by its unique constraint. Deciding admission webhooks run
     before the claim, and the claim is committed when this returns, so this must not be
     called inside ``transaction.atomic`` (where there is one, the durable block raises
@@ -389,7 +395,7 @@ def message_pop(
     """
     inbox = project_access(principal, workspace, project, need=Level.WRITE)
     if request_id is not None:
-        seen, earlier = _pop_of_request(inbox, request_id)
+        seen, earlier = _pop_of_request(inbox, principal, request_id)
         if seen:
             return earlier
     admission_decide(MESSAGE_POP, principal=principal, project=inbox, session=session)
@@ -399,11 +405,13 @@ def message_pop(
     except IntegrityError:
         if request_id is None:
             raise
-        seen, earlier = _pop_of_request(inbox, request_id)
+        seen, earlier = _pop_of_request(inbox, principal, request_id)
         if seen:
             return earlier  # a retry of this pop won the race; the claim here rolled back
         # The id's record is older than the window and not purged yet: free the id.
-        PopRequest.objects.filter(inbox=inbox, request_id=request_id).delete()
+        PopRequest.objects.filter(
+            inbox=inbox, principal_key=principal.key, request_id=request_id
+        ).delete()
         return _pop_commit(principal, inbox, message_id, session, agent, request_id)
 
 
@@ -432,18 +440,29 @@ def _pop_commit(
         row = _claim_run(sql, params, activity_values)
         if request_id is not None:
             claimed_id = None if row is None else uuid_of(row[_MESSAGE_COLUMN["id"]])
-            PopRequest.objects.create(inbox=inbox, request_id=request_id, message_id=claimed_id)
+            PopRequest.objects.create(
+                inbox=inbox,
+                principal_key=principal.key,
+                request_id=request_id,
+                message_id=claimed_id,
+            )
         if row is None:
             return None
         admission_observe(MESSAGE_POP, principal=principal, project=inbox, session=session)
     return _claimed_message(row, inbox)
 
 
-def _pop_of_request(inbox: Project, request_id: str) -> tuple[bool, Message | None]:
-    """Whether ``inbox`` saw ``request_id`` within the window, and what that pop claimed."""
+def _pop_of_request(
+    inbox: Project, principal: Principal, request_id: str
+) -> tuple[bool, Message | None]:
+    """Whether ``principal`` popped ``inbox`` with ``request_id`` within the window, and
+    what that pop claimed."""
     record = (
         PopRequest.objects.filter(
-            inbox=inbox, request_id=request_id, created_at__gte=timezone.now() - RETRY_WINDOW
+            inbox=inbox,
+            principal_key=principal.key,
+            request_id=request_id,
+            created_at__gte=timezone.now() - RETRY_WINDOW,
         )
         .select_related("message__from_project__workspace")
         .first()
@@ -465,7 +484,7 @@ def retry_ids_purge() -> tuple[int, int]:
     """
     cutoff = timezone.now() - RETRY_WINDOW
     keys = Message.objects.filter(idempotency_key__isnull=False, created_at__lt=cutoff).update(
-        idempotency_key=None
+        idempotency_key=None, idempotency_principal=None
     )
     requests, _ = PopRequest.objects.filter(created_at__lt=cutoff).delete()
     return keys, requests

@@ -20,7 +20,7 @@ from pytest_django.live_server_helper import LiveServer
 from messaging.limits import MAX_PENDING_PER_INBOX
 from messaging.models import Message
 from projects.models import Project
-from tests.conftest import make_project
+from tests.conftest import Persona, make_project
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -176,3 +176,65 @@ def test_eight_racing_pops_with_one_request_id_claim_one_message(live_server: Li
     assert len(set(results)) == 1
     assert Message.objects.filter(state=Message.State.CLAIMED).count() == 1
     assert Message.objects.filter(state=Message.State.PENDING).count() == 4
+
+
+@pytest.mark.usefixtures("auth_on")
+def test_racing_sends_of_two_users_with_one_key_store_one_message_each(
+    live_server: LiveServer, alice: Persona, bob: Persona
+) -> None:
+    """Four retries of alice's send and four of bob's, all with one key, from one open
+    project: each user's retries write once, and the two users' sends stay apart."""
+    _projects()
+    payload = {
+        "to_workspace": "default",
+        "to_project": "project-b",
+        "from_workspace": "default",
+        "from_project": "project-a",
+        "idempotency_key": "retry-storm",
+    }
+    users = [alice, bob] * 4
+
+    def send(i: int, client: httpx.Client) -> tuple[str, int, Any]:
+        user = users[i]
+        response = client.post(
+            "/api/v1/messages",
+            json={**payload, "body": f"{user.user.username}'s attempt {i}"},
+            headers={"Authorization": f"Bearer {user.token}"},
+        )
+        return user.user.username, response.status_code, response.json()
+
+    results = run_together(len(users), send, live_server.url)
+
+    stored = dict(Message.objects.values_list("from_owner_user", "pk"))
+    assert sorted(stored) == ["alice", "bob"]
+    for name in ("alice", "bob"):
+        answers = [(status, body) for who, status, body in results if who == name]
+        assert {body["message_id"] for _, body in answers} == {str(stored[name])}
+        assert sorted(status for status, _ in answers) == [200, 200, 200, 201]
+
+
+@pytest.mark.usefixtures("auth_on")
+def test_racing_pops_of_two_users_with_one_request_id_claim_one_message_each(
+    live_server: LiveServer, alice: Persona, bob: Persona
+) -> None:
+    sender, recipient = _projects()
+    _fill(sender, recipient, 5)
+    users = [alice, bob] * 4
+
+    def pop(i: int, client: httpx.Client) -> tuple[str, Any]:
+        response = client.post(
+            "/api/v1/messages/pop",
+            json={"workspace": "default", "project": "project-b", "request_id": "one-pop"},
+            headers={"Authorization": f"Bearer {users[i].token}"},
+        )
+        assert response.status_code == 200, response.text
+        return users[i].user.username, response.json()["message"]["id"]
+
+    results = run_together(len(users), pop, live_server.url)
+
+    claimed = dict(Message.objects.filter(state="claimed").values_list("claimed_by_user", "pk"))
+    assert sorted(claimed) == ["alice", "bob"]
+    assert {(who, message_id) for who, message_id in results} == {
+        (name, str(pk)) for name, pk in claimed.items()
+    }
+    assert Message.objects.filter(state=Message.State.PENDING).count() == 3

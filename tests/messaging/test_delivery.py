@@ -16,7 +16,7 @@ from messaging import services
 from messaging.models import Message, PopRequest
 from messaging.notices import SECURITY_NOTICE
 from projects.models import Project
-from tests.conftest import SEND, A, ApiCall, B
+from tests.conftest import SEND, A, ApiCall, B, Persona
 from tests.mcp_raw import RawMcp
 
 pytestmark = pytest.mark.django_db
@@ -218,6 +218,54 @@ def test_a_retried_send_over_mcp(mcp: RawMcp) -> None:
 
     assert again == {**first, "idempotent_replay": True}
     assert Message.objects.count() == 1
+
+
+@pytest.mark.usefixtures("auth_on")
+def test_a_key_belongs_to_its_principal_on_a_shared_sending_project(
+    api: ApiCall, alice: Persona, bob: Persona, alices_restricted: Project
+) -> None:
+    """project-a is open: alice and bob both write as it. bob's key, which alice used,
+    is his own send, and tells him nothing of hers (her recipient is restricted)."""
+    to_alpha = {**SEND, "to_project": "alpha", "idempotency_key": "shared"}
+    alices = api("post", "/api/v1/messages", to_alpha, token=alice.token)
+    bobs = api("post", "/api/v1/messages", {**SEND, "idempotency_key": "shared"}, token=bob.token)
+    bobs_again = api(
+        "post", "/api/v1/messages", {**SEND, "idempotency_key": "shared"}, token=bob.token
+    )
+
+    assert alices[0] == bobs[0] == 201
+    assert bobs[1]["idempotent_replay"] is False
+    assert bobs[1]["message_id"] != alices[1]["message_id"]
+    assert (bobs_again[0], bobs_again[1]["message_id"]) == (200, bobs[1]["message_id"])
+    assert sorted(Message.objects.values_list("to_project__name", flat=True)) == [
+        "alpha",
+        "project-b",
+    ]
+    status, shown = api("get", f"/api/v1/messages/{bobs[1]['message_id']}", A, token=bob.token)
+    assert status == 200
+    assert shown["to_project"] == "project-b"
+
+
+@pytest.mark.usefixtures("auth_on")
+def test_a_request_id_belongs_to_its_principal_on_a_shared_inbox(
+    api: ApiCall, alice: Persona, bob: Persona
+) -> None:
+    """project-b is open: alice and bob both pop it. bob's pop with alice's request id
+    claims the next message, and never hands him the one alice claimed."""
+    alices_message, bobs_message = (
+        api("post", "/api/v1/messages", {**SEND, "body": body}, token=alice.token)[1]["message_id"]
+        for body in ("for alice's agent", "for bob's agent")
+    )
+
+    alices = api("post", "/api/v1/messages/pop", {**B, "request_id": "r-1"}, token=alice.token)
+    bobs = api("post", "/api/v1/messages/pop", {**B, "request_id": "r-1"}, token=bob.token)
+    bobs_again = api("post", "/api/v1/messages/pop", {**B, "request_id": "r-1"}, token=bob.token)
+
+    assert alices[1]["message"]["id"] == alices_message
+    assert bobs[1]["message"]["id"] == bobs_message
+    assert bobs[1]["message"]["body"] == "for bob's agent"
+    assert bobs_again[1] == bobs[1]
+    assert not Message.objects.filter(state=Message.State.PENDING).exists()
 
 
 # --- what arrived ------------------------------------------------------------------------
