@@ -6,8 +6,10 @@ stdout to the agent's context. A harness that drops what a SessionStart hook pri
 runs ``user-prompt`` on every prompt instead: it registers the session and prints the block
 on the first prompt of a session only, remembering the sessions it announced in a small
 state directory. Neither may ever stand in the way of the agent: whatever fails (no
-server, an error answer, unreadable input, no state directory), they print nothing and
-exit 0.
+server, an error answer, unreadable input, no state directory), they print nothing on
+stdout and exit 0. The one failure they name, in one line on stderr, is a 401: the
+server wants a token, which the person who set the agent up can fix and would otherwise
+never hear of (authentication turns on with the first user token).
 """
 
 from __future__ import annotations
@@ -24,13 +26,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from aimemory_site.cli.client import ApiClient
+from aimemory_site.cli.client import AUTH_TOKEN_ENV, ApiClient, ClientError
 from aimemory_site.cli.errors import CliError
 from aimemory_site.cli.help_text import SubParsers, add_command
 from aimemory_site.cli.scope import resolve_scope
 from aimemory_site.lib.agents import AGENT_KINDS, AGENT_OTHER
+from aimemory_site.lib.session_sources import SESSION_SOURCES
 
 SESSIONS_PATH = "/api/v1/sessions"
+# The machine code of the server's 401 answer.
+UNAUTHORIZED_CODE = "unauthorized"
 # A session start waits for this at most; an agent's start matters more than its notice.
 HOOK_TIMEOUT_SECONDS = 5.0
 # Where each harness keeps its transcripts, which is how the hook input tells them apart.
@@ -78,7 +83,10 @@ def session_payload(
     """The ``POST /api/v1/sessions`` body for this hook input; raises ScopeError.
 
     It asks for the project brief when the project's ``.ai-memory.toml`` sets
-    ``[briefing] inject_on_session_start = true``.
+    ``[briefing] inject_on_session_start = true``, and passes the harness's ``source``
+    (a ``resume`` or ``compact`` start claims no handoff). A source the server does not
+    know is left out, so the start counts as a startup: the server would refuse the
+    value, and the session would go unregistered.
     """
     cwd_text = _text_field(hook_input, "cwd")
     cwd = Path(cwd_text) if cwd_text else Path.cwd()
@@ -92,16 +100,37 @@ def session_payload(
     }
     if scope.marker is not None and scope.marker.inject_brief:
         payload["inject_brief"] = True
+    source = _text_field(hook_input, "source")
+    if source in SESSION_SOURCES:
+        payload["source"] = source
     return payload
+
+
+def token_problem(client: ApiClient) -> str:
+    """The one stderr line for a 401: whether a token is missing or was refused."""
+    where = f"ai-memory: the server at {client.base_url}"
+    if client.token:
+        return (
+            f"{where} refused the token in {AUTH_TOKEN_ENV} (401): it is unknown or revoked; "
+            "set a valid one where the agent's hooks run"
+        )
+    return f"{where} requires a token (401): set {AUTH_TOKEN_ENV} where the agent's hooks run"
 
 
 def _start_session(
     client: ApiClient, hook_input: Mapping[str, Any], agent: str | None
 ) -> str | None:
-    """Register the session; return the on-start block, or None when that failed."""
+    """Register the session; return the on-start block, or None when that failed.
+
+    A failure is silent, except a 401, which is one line on stderr (``token_problem``).
+    """
     try:
         payload = session_payload(hook_input, os.environ, agent)
         answer = client.post(SESSIONS_PATH, payload)
+    except ClientError as failed:
+        if failed.code == UNAUTHORIZED_CODE:
+            print(token_problem(client), file=sys.stderr)
+        return None
     except CliError:
         return None
     context = answer.get("context")
@@ -211,7 +240,8 @@ _BLOCK_HELP = (
 )
 _SILENCE_HELP = (
     "It never blocks the agent: when the server cannot be reached or answers an error, "
-    "it prints nothing and exits 0."
+    "it prints nothing and exits 0. Only a 401 (the server wants a token) is said, in one "
+    f"line on stderr naming {AUTH_TOKEN_ENV}."
 )
 
 
@@ -248,9 +278,10 @@ def add_parser(subparsers: SubParsers) -> None:
         summary="register the session and print the on-start block",
         paragraphs=[
             "Run by the harness when an agent session starts. Reads the hook JSON on stdin "
-            "(session_id, cwd, transcript_path), resolves the project from cwd as the message "
-            "commands do, registers the session (creating the project if new) and prints the "
-            "on-start block.",
+            "(session_id, cwd, transcript_path, source), resolves the project from cwd as the "
+            "message commands do, registers the session (creating the project if new) and "
+            "prints the on-start block. Only a new session claims the handoff: a start whose "
+            "source is resume or compact, or whose session id started before, shows none.",
             _BLOCK_HELP,
             _SILENCE_HELP,
         ],

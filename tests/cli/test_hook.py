@@ -14,6 +14,7 @@ from pytest_django.live_server_helper import LiveServer
 from aimemory_site.cli.hook import detect_agent, session_payload
 from projects.models import AgentSession, Project
 from projects.onstart import scope_line
+from tests.conftest import Persona
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 MakeRepo = Callable[[str], Path]
@@ -23,14 +24,16 @@ CODEX_TRANSCRIPT = "/home/dev/.codex/sessions/2026/03/01/rollout-5f1c.jsonl"
 SCOPE_A = scope_line(workspace="default", project="project-a") + "\n"
 
 
-def hook_input(session_id: str, cwd: Path, transcript_path: str | None = None) -> str:
+def hook_input(
+    session_id: str, cwd: Path, transcript_path: str | None = None, source: str = "startup"
+) -> str:
     """The JSON a harness writes to the hook's stdin (Claude Code's and Codex's shape)."""
     return json.dumps(
         {
             "session_id": session_id,
             "cwd": str(cwd),
             "hook_event_name": "SessionStart",
-            "source": "startup",
+            "source": source,
             "transcript_path": transcript_path,
         }
     )
@@ -150,15 +153,92 @@ def test_hook_is_silent_and_exits_0_when_the_server_is_unreachable(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_hook_is_silent_and_exits_0_when_the_server_refuses(
-    cli: RunCli, make_repo: MakeRepo, auth_on: str
+@pytest.mark.parametrize("token", ["", "aim_not-a-token-of-this-server"], ids=["none", "unknown"])
+def test_hook_says_in_one_stderr_line_that_the_server_wants_a_token(
+    cli: RunCli, make_repo: MakeRepo, live_server: LiveServer, auth_on: str, token: str
+) -> None:
+    """The first user token turns authentication on: the hook must not just go quiet."""
+    repo = make_repo("project-a")
+    env = {"AI_MEMORY_AUTH_TOKEN": token} if token else {}
+
+    result = cli("hook", "session-start", cwd=repo, stdin=hook_input("s-1", repo), env=env)
+
+    if token:
+        expected = (
+            f"ai-memory: the server at {live_server.url} refused the token in "
+            "AI_MEMORY_AUTH_TOKEN (401): it is unknown or revoked; set a valid one where "
+            "the agent's hooks run\n"
+        )
+    else:
+        expected = (
+            f"ai-memory: the server at {live_server.url} requires a token (401): set "
+            "AI_MEMORY_AUTH_TOKEN where the agent's hooks run\n"
+        )
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", expected)
+    assert not AgentSession.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_hook_is_silent_and_exits_0_when_the_server_refuses_otherwise(
+    cli: RunCli, make_repo: MakeRepo, alice: Persona, bob: Persona
 ) -> None:
     repo = make_repo("project-a")
+    alices = cli(
+        "hook", "session-start", cwd=repo, stdin=hook_input("s-1", repo),
+        env={"AI_MEMORY_AUTH_TOKEN": alice.token},
+    )  # fmt: skip
+    assert alices.stdout == SCOPE_A
 
-    result = cli("hook", "session-start", cwd=repo, stdin=hook_input("s-1", repo))
+    # bob's harness reports alice's session id: 409 session_taken.
+    result = cli(
+        "hook", "session-start", cwd=repo, stdin=hook_input("s-1", repo),
+        env={"AI_MEMORY_AUTH_TOKEN": bob.token},
+    )  # fmt: skip
 
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
-    assert not AgentSession.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_compact_hook_run_shows_no_handoff_and_the_next_session_gets_it(
+    cli: RunCli, make_repo: MakeRepo
+) -> None:
+    repo = make_repo("project-a")
+    assert cli("hook", "session-start", cwd=repo, stdin=hook_input("s-1", repo)).returncode == 0
+    assert cli("handoff", "create", "Next: the pagination tests.", cwd=repo).returncode == 0
+
+    compacted = cli(
+        "hook", "session-start", cwd=repo, stdin=hook_input("s-2", repo, source="compact")
+    )
+    resumed = cli("hook", "session-start", cwd=repo, stdin=hook_input("s-1", repo, source="resume"))
+    next_session = cli("hook", "session-start", cwd=repo, stdin=hook_input("s-3", repo))
+
+    assert (compacted.returncode, compacted.stdout, compacted.stderr) == (0, SCOPE_A, "")
+    assert resumed.stdout == SCOPE_A
+    assert next_session.stdout.startswith("🤝 ai-memory handoff for default/project-a, written ")
+    assert "Next: the pagination tests." in next_session.stdout
+
+
+@pytest.mark.parametrize(
+    ("hook_source", "sent"),
+    [
+        ("compact", "compact"),
+        ("resume", "resume"),
+        ("clear", "clear"),
+        ("startup", "startup"),
+        ("fork", None),
+        (7, None),
+        (None, None),
+    ],
+    ids=["compact", "resume", "clear", "startup", "unknown", "not-text", "absent"],
+)
+def test_hook_passes_the_harness_source_it_knows(
+    tmp_path: Path, hook_source: object, sent: str | None
+) -> None:
+    """An unknown value is left out (a startup to the server) rather than refused: the
+    server would answer 400, and the session would go unregistered."""
+    hook = {"session_id": "s", "cwd": str(tmp_path), "source": hook_source}
+
+    assert session_payload(hook, {}, None).get("source") == sent
 
 
 @pytest.mark.parametrize(

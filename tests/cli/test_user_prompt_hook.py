@@ -131,6 +131,27 @@ def test_unreachable_server_is_silent_and_the_next_prompt_tries_again(
     assert list((state_home / ANNOUNCED_DIRECTORY).iterdir()) == []
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_401_is_one_stderr_line_and_the_next_prompt_tries_again(
+    prompt: Callable[..., subprocess.CompletedProcess[str]],
+    live_server: LiveServer,
+    make_repo: MakeRepo,
+    state_home: Path,
+    auth_on: str,
+) -> None:
+    repo = make_repo("project-a")
+
+    result = prompt("k-1", repo)
+
+    expected = (
+        f"ai-memory: the server at {live_server.url} requires a token (401): set "
+        "AI_MEMORY_AUTH_TOKEN where the agent's hooks run\n"
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", expected)
+    assert list((state_home / ANNOUNCED_DIRECTORY).iterdir()) == []
+    assert not AgentSession.objects.exists()
+
+
 def test_an_unusable_state_directory_is_silent(
     offline_cli: RunCli, make_repo: MakeRepo, tmp_path: Path
 ) -> None:
