@@ -171,7 +171,8 @@ def test_unreachable_server_is_exit_1_with_one_line(
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr == (
-        f"ai-memory: cannot reach ai-memory server at {unreachable_url}: Connection refused\n"
+        f"ai-memory: cannot reach ai-memory server at {unreachable_url}: Connection refused "
+        "(the server may not be running: start it with `ai-memory serve`)\n"
     )
 
 
