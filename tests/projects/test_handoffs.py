@@ -312,3 +312,19 @@ def test_the_hook_route_claims_nothing_for_another_principals_session(
     assert by_bob_as_himself["handoff"]["body"] == NOTE
     session = AgentSession.objects.get(session_id="alices-session")
     assert session.principal_key == alice.principal.key
+
+
+def test_a_session_start_a_browser_marks_cross_site_registers_but_claims_nothing(
+    api: ApiCall, client: Client
+) -> None:
+    _create(api)
+
+    response = client.post(
+        "/api/v1/sessions", START, content_type="application/json",
+        headers={"Sec-Fetch-Site": "cross-site"},
+    )  # fmt: skip
+
+    assert response.status_code == 200, response.content
+    assert response.json()["handoff"] is None
+    assert Handoff.objects.get().state == Handoff.State.OPEN
+    assert AgentSession.objects.filter(session_id=START["session_id"]).exists()
