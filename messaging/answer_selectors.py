@@ -1,8 +1,11 @@
 """Reads for answering an operator decision (DESIGN.md section 12, the answer page).
 
-Who may answer a question is decided here once (``answer_refusal``): the answer service
-raises what it returns, and the answer page shows it, so the page never offers a form
-that the service would refuse.
+Who may answer a question is decided here once. At send, for every surface,
+``reply_verdict`` says whether a ``decision-reply:`` is accepted (the asker's
+``decision wait`` and the web take only those). The answer page asks ``answer_refusal``
+first, which the answer service raises and the page shows, so the page never offers a form
+that the service would refuse nor sends a reply the verdict would not accept. Both spell
+"root" with ``principal_is_root``.
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from dataclasses import dataclass
 from typing import cast
 
 from django.conf import settings
+from django.db.models import Case, Value, When
 
 from aimemory_site.lib.errors import AppError, BadRequest, Code, Forbidden
 from aimemory_site.lib.principal import Principal
-from messaging.decisions import Decision, decision_reply_subject
+from messaging.decisions import Decision, DecisionReply, decision_reply_subject
 from messaging.models import Message
 from projects.access import Level, project_level, readable_projects
 from projects.models import Grant, Project
@@ -33,6 +37,80 @@ def principal_is_root(principal: Principal) -> bool:
     root_name = settings.AI_MEMORY_ROOT_USERNAME
     user = principal.user
     return bool(root_name) and user is not None and user.get_username() == root_name
+
+
+class JudgedReply(DecisionReply):
+    """A reply as stored at send: what it says, and whether the server accepted it."""
+
+    accepted: bool
+    refusal: str | None  # one sentence saying why not; None when accepted
+
+
+ROOT_REPLY_REFUSAL = (
+    "the question requires root, and this reply was not sent by root (the root token, a "
+    "superuser, or the user named by AI_MEMORY_ROOT_USERNAME)."
+)
+
+
+def reply_verdict(
+    principal: Principal, sender: Project, recipient: Project, reply: DecisionReply | None
+) -> JudgedReply | None:
+    """``reply``, sent by ``principal`` as ``sender`` to ``recipient``, judged once at
+    send: accepted only when it answers a decision question that ``recipient`` sent to
+    ``sender``, with an option the question offers, and, for a ``requires_root``
+    question, from root. On an anonymous server the one principal counts as root here
+    (the answer page is stricter: ``answer_refusal``). A refused reply is still an
+    ordinary message. None for a message that is no reply. One query for a reply.
+    Precondition: both projects come with their workspaces.
+    """
+    if reply is None:
+        return None
+    refusal = _reply_refusal(principal, sender, recipient, reply)
+    return {**reply, "accepted": refusal is None, "refusal": refusal}
+
+
+def _reply_refusal(
+    principal: Principal, sender: Project, recipient: Project, reply: DecisionReply
+) -> str | None:
+    question_id = reply["question_id"]
+    try:
+        question_pk: uuid.UUID | None = uuid.UUID(question_id)
+    except ValueError:
+        question_pk = None
+    # The same sentence for a question elsewhere as for none: a reply must not learn
+    # what other projects were asked.
+    question = (
+        Message.objects.filter(
+            pk=question_pk, to_project=sender, from_project=recipient, decision__isnull=False
+        )
+        .only("decision")
+        .first()
+        if question_pk is not None
+        else None
+    )
+    if question is None:
+        return (
+            f"question_id {question_id[:60]} names no decision question that {recipient} "
+            f"sent to {sender}, so this reply answers nothing that was asked."
+        )
+    decision = decision_of(question)
+    offered = [choice["id"] for choice in decision["options"]]
+    if reply["option"] not in offered:
+        shown = ", ".join(offered) or "none"
+        return (
+            f"option {reply['option'][:60]!r} is not one the question offers (it offers: {shown})."
+        )
+    if decision["requires_root"] and not (
+        principal.kind == "anonymous" or principal_is_root(principal)
+    ):
+        return ROOT_REPLY_REFUSAL
+    return None
+
+
+def reply_accepted(reply: Message) -> bool:
+    """Whether the server accepted ``reply`` as an answer when it was sent."""
+    judged = reply.decision_reply
+    return isinstance(judged, dict) and judged.get("accepted") is True
 
 
 def decision_of(question: Message) -> Decision:
@@ -89,6 +167,29 @@ def decision_replies(
     )
 
 
+def decision_answer_taken(mailbox: Project, question_id: uuid.UUID) -> Message | None:
+    """The accepted answer to ``question_id`` sent from ``mailbox`` that the asker took:
+    the claimed one, else (the asker withdrew the question without popping) the oldest
+    accepted one, which is what ``decision wait`` takes; None when there is none.
+
+    One query. Precondition: the caller may read ``mailbox``.
+    """
+    return (
+        Message.objects.outbox_of(mailbox)
+        .filter(
+            subject__iexact=decision_reply_subject(str(question_id)),
+            decision_reply__accepted=True,
+        )
+        .order_by(
+            Case(When(state=Message.State.CLAIMED, then=Value(0)), default=Value(1)),
+            "created_at",
+            "id",
+        )
+        .only("id", "state", "created_at", "from_owner_user", "decision_reply")
+        .first()
+    )
+
+
 def _levels(principal: Principal, projects: list[Project]) -> dict[uuid.UUID, Level]:
     """The caller's level on each of ``projects``: one query for their grants, none when
     no grant could matter (root, anonymous, open projects)."""
@@ -113,17 +214,18 @@ def _split(reply_project: str) -> tuple[str, str]:
     return workspace, project
 
 
-def answer_refusal(principal: Principal, mailbox: Project, decision: Decision) -> AppError | None:
-    """Why ``principal`` may not answer ``decision`` from ``mailbox``; None when they may.
+def answer_refusal(principal: Principal, mailbox: Project, question: Message) -> AppError | None:
+    """Why ``principal`` may not answer ``question`` from ``mailbox``; None when they may.
 
-    The rule of DESIGN.md section 12: on an anonymous server only when
-    ``AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS`` is on, and a ``requires_root`` question never;
-    a ``requires_root`` question only by root; then the question must name a
-    ``reply_project`` that exists (one the caller may not read counts as missing), and
-    the caller needs write on the mailbox project (the reply is sent as it) and on the
-    ``reply_project`` (the reply is delivered there). At most two queries.
-    Precondition: ``principal`` may read ``mailbox``.
+    On an anonymous server only when ``AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS`` is on, and a
+    ``requires_root`` question never; a ``requires_root`` question only by root; then
+    the question must name a ``reply_project`` that exists (one the caller may not read
+    counts as missing) and is the project that asked (``reply_verdict`` accepts no reply
+    sent elsewhere), and the caller needs write on the mailbox project (the reply is sent
+    as it) and on the ``reply_project`` (the reply is delivered there). At most two
+    queries. Precondition: ``principal`` may read ``mailbox``; ``question`` is a question.
     """
+    decision = decision_of(question)
     requires_root = decision["requires_root"]
     if principal.kind == "anonymous":
         if requires_root:
@@ -166,6 +268,13 @@ def answer_refusal(principal: Principal, mailbox: Project, decision: Decision) -
             "send it again with the right reply_project.",
             code=Code.REPLY_PROJECT_NOT_FOUND,
         )
+    if target.pk != question.from_project_id:
+        return BadRequest(
+            f"the question's reply_project {reply_project} is not the project that asked "
+            "it, and an answer counts only when it goes back to the project that asked. "
+            "Ask the asker to send it again with its own project as reply_project.",
+            code=Code.REPLY_PROJECT_NOT_FOUND,
+        )
     mailbox_name = f"{mailbox.workspace.name}/{mailbox.name}"
     if levels[mailbox.pk] < Level.WRITE:
         return Forbidden(
@@ -192,7 +301,9 @@ class DecisionPage:
     refusal: AppError | None  # why the viewer may not answer now; None when they may
     earlier: list[Message]  # answers already sent from the mailbox, newest first
     earlier_capped: bool  # more earlier answers exist than ``earlier`` holds
-    answered: Message | None  # the answer the viewer just sent, when the URL names it
+    # The accepted answer to show as ``answered``: the one the viewer just sent, when the
+    # URL names it; else, once the question is no longer pending, the one the asker took.
+    answered: Message | None
 
     @property
     def decision(self) -> Decision:
@@ -205,6 +316,11 @@ class DecisionPage:
     @property
     def may_answer(self) -> bool:
         return self.refusal is None
+
+    @property
+    def accepted_earlier(self) -> list[Message]:
+        """The earlier answers that count: those the server accepted at send."""
+        return [reply for reply in self.earlier if reply_accepted(reply)]
 
 
 def decision_page(
@@ -219,10 +335,11 @@ def decision_page(
 
     None (the page is a 404 that shows nothing) when the viewer may not read the mailbox,
     when the id names no decision question in its inbox, and when the question is no
-    longer pending, unless ``answered_id`` names an answer to it sent from the mailbox
-    (the page the viewer lands on after answering, which must show the outcome even if
-    the asker took the reply and cancelled the question meanwhile). A fixed number of
-    queries whatever the question holds and however many answers it has.
+    longer pending and no accepted answer to it was sent from the mailbox. Only an
+    accepted answer shows as ``answered``: the one ``answered_id`` names (the page the
+    viewer lands on after answering), else for a question no longer pending the one the
+    asker took (``decision_answer_taken``). A fixed number of queries whatever the
+    question holds and however many answers it has.
     """
     mailbox = readable_projects(principal).filter(workspace__name=workspace, name=project).first()
     if mailbox is None:
@@ -233,12 +350,16 @@ def decision_page(
     fetched = decision_replies(mailbox, question_id, limit=EARLIER_ANSWERS_LIMIT + 1)
     earlier = fetched[:EARLIER_ANSWERS_LIMIT]
     # The viewer's answer is the newest, or nearly: found among those just read.
-    answered = next((reply for reply in earlier if reply.pk == answered_id), None)
+    answered = next(
+        (reply for reply in earlier if reply.pk == answered_id and reply_accepted(reply)), None
+    )
     pending = question.state == Message.State.PENDING
     if not pending and answered is None:
-        return None
+        answered = decision_answer_taken(mailbox, question_id)
+        if answered is None:
+            return None
     refusal = (
-        answer_refusal(principal, mailbox, decision_of(question))
+        answer_refusal(principal, mailbox, question)
         if pending
         else not_a_pending_decision(mailbox, question_id)
     )

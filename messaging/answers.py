@@ -20,6 +20,7 @@ from messaging.answer_selectors import (
     decision_question,
     decision_replies,
     not_a_pending_decision,
+    reply_accepted,
 )
 from messaging.decisions import decision_reply_subject, decision_reply_write
 from messaging.models import Message
@@ -45,7 +46,7 @@ def decision_answer(
     an id that is not a pending decision question in its inbox (BadRequest); a caller
     ``answer_refusal`` refuses (Forbidden; BadRequest when the ``reply_project`` is
     missing); an option the question does not offer, or text no request may carry
-    (BadRequest); an earlier answer from this mailbox when ``again`` is not set
+    (BadRequest); an earlier accepted answer from this mailbox when ``again`` is not set
     (Conflict), so that a second answer is always a choice. The same ``idempotency_key``
     (one per rendered form) answers the first reply again and sends nothing, so a
     double-submitted form is one answer. Calls ``message_send``, so it must not run inside
@@ -56,7 +57,7 @@ def decision_answer(
     if question is None or question.state != Message.State.PENDING:
         raise not_a_pending_decision(mailbox, question_id)
     decision = decision_of(question)
-    refusal = answer_refusal(principal, mailbox, decision)
+    refusal = answer_refusal(principal, mailbox, question)
     if refusal is not None:
         raise refusal
     offered = [choice["id"] for choice in decision["options"]]
@@ -75,8 +76,10 @@ def decision_answer(
             code=Code.INVALID_TEXT,
         )
     key = idempotency_key_parse(idempotency_key)
-    earlier = decision_replies(mailbox, question_id)
-    is_retry = key is not None and any(reply.idempotency_key == key for reply in earlier)
+    replies = decision_replies(mailbox, question_id)
+    is_retry = key is not None and any(reply.idempotency_key == key for reply in replies)
+    # Only an accepted answer counts: a forged or refused reply answered nothing.
+    earlier = [reply for reply in replies if reply_accepted(reply)]
     if earlier and not again and not is_retry:
         raise Conflict(
             f"this question was answered already ({len(earlier)} answer"

@@ -14,6 +14,27 @@ def _rfc3339(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
+# What a reply stored before the server judged replies at send says: it is not taken.
+UNJUDGED_REPLY_REFUSAL = (
+    "this reply was sent before the server checked who may answer, so it is not taken."
+)
+
+
+def decision_reply_payload(stored: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stored reply in its fixed key order (PostgreSQL's jsonb keeps none); only an
+    explicit ``accepted: true`` counts as accepted."""
+    if stored is None:
+        return None
+    accepted = stored.get("accepted") is True
+    return {
+        "question_id": stored.get("question_id"),
+        "option": stored.get("option"),
+        "comment": stored.get("comment", ""),
+        "accepted": accepted,
+        "refusal": None if accepted else stored.get("refusal") or UNJUDGED_REPLY_REFUSAL,
+    }
+
+
 def message_payload(message: Message) -> dict[str, Any]:
     """``message`` as JSON. Callers select_related both projects and their workspaces."""
     to_project, from_project = message.to_project, message.from_project
@@ -35,7 +56,7 @@ def message_payload(message: Message) -> dict[str, Any]:
         # Read from the subject and body at send (DESIGN.md section 12): untrusted text,
         # like the body.
         "decision": message.decision,
-        "decision_reply": message.decision_reply,
+        "decision_reply": decision_reply_payload(message.decision_reply),
         "body": message.body,
         "created_at": _rfc3339(message.created_at),
         "claimed_at": _rfc3339(message.claimed_at),

@@ -60,6 +60,12 @@ class DecisionReplyOut(Schema):
     question_id: str
     option: str
     comment: str
+    accepted: bool = Field(
+        description="Decided by the server at send: true only when the reply answers a "
+        "question the recipient sent to the replying project, with an option it offers, "
+        "and comes from root when the question requires root. Only accepted replies count."
+    )
+    refusal: str | None = Field(description="Why the reply is not accepted; null when it is.")
 
 
 class MessageHeadOut(Schema):

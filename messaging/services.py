@@ -36,6 +36,7 @@ from aimemory_site.lib.sql import (
 )
 from messaging.admission import admission_decide, admission_observe
 from messaging.admission_config import MESSAGE_CANCEL, MESSAGE_POP, MESSAGE_SEND
+from messaging.answer_selectors import reply_verdict
 from messaging.decisions import decision_parse, decision_reply_parse
 from messaging.limits import (
     BODY_MAX_CHARS,
@@ -159,7 +160,8 @@ def message_send(
     SQLite the durable block raises ``RuntimeError`` if it is). Three statements: the
     access query, then the guarded insert and the two activity rows (SQLite), or the
     inbox lock and one statement doing both, sent together without BEGIN and COMMIT
-    (PostgreSQL); a key adds the look-up of an earlier send.
+    (PostgreSQL); a key adds the look-up of an earlier send, a decision reply the look-up
+    of its question.
     """
     recipient, sender = projects_access(
         principal, [(to_workspace, to_project), (from_workspace, from_project)], need=Level.WRITE
@@ -184,7 +186,10 @@ def message_send(
         body=clean_body.text,
         in_reply_to=in_reply_to,
         decision=decision_parse(clean_subject.text, clean_body.text),
-        decision_reply=decision_reply_parse(clean_subject.text, clean_body.text),
+        # Whether a decision reply counts is decided once, here, for every surface.
+        decision_reply=reply_verdict(
+            principal, sender, recipient, decision_reply_parse(clean_subject.text, clean_body.text)
+        ),
         omitted_chars=clean_body.omitted,
         redactions=clean_body.redactions + clean_subject.redactions,
         idempotency_key=idempotency_key,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import urllib.parse
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -108,23 +109,25 @@ def question_options(options: Sequence[OptionArg], recommended: str | None) -> l
     ]
 
 
-def oldest_reply(messages: Sequence[Message], question_id: str) -> Message | None:
-    """The oldest listed answer to ``question_id``: its exact subject, and a body that
-    parses as a reply (one that does not is left as ordinary mail). ``messages`` is a
-    listing, so it is oldest first."""
+def accepted_reply(message: Message, question_id: str) -> bool:
+    """Whether ``message`` is an answer to ``question_id`` that the server accepted at
+    send. Any other reply (a forged one, one that does not parse) is ordinary mail."""
     from messaging.decisions import decision_reply_subject
 
-    subject = decision_reply_subject(question_id)
-    for message in messages:
-        reply = message.get("decision_reply")
-        if (
-            message.get("subject") == subject
-            and isinstance(reply, dict)
-            and reply.get("question_id") == question_id
-            and isinstance(reply.get("option"), str)
-        ):
-            return message
-    return None
+    reply = message.get("decision_reply")
+    return (
+        message.get("subject") == decision_reply_subject(question_id)
+        and isinstance(reply, dict)
+        and reply.get("question_id") == question_id
+        and isinstance(reply.get("option"), str)
+        and reply.get("accepted") is True
+    )
+
+
+def oldest_reply(messages: Sequence[Message], question_id: str) -> Message | None:
+    """The oldest listed accepted answer to ``question_id``. ``messages`` is a listing, so
+    it is oldest first."""
+    return next((m for m in messages if accepted_reply(m, question_id)), None)
 
 
 def next_pause(pause: float, remaining: float) -> float:
@@ -247,8 +250,26 @@ def run_answer(args: argparse.Namespace) -> int:
             "not found (no such project, or one you may not read), so no answer was sent. "
             "Ask the asker to send the question again with the right reply_project."
         ) from exc
-    print(answer["message_id"])
+    reply_id: str = answer["message_id"]
+    print(reply_id)
+    refusal = _refusal_of(client, mailbox, reply_id)
+    if refusal is not None:
+        # Sent, like any message, but 'decision wait' will not take it: say so, and why.
+        raise CliError(f"the reply was sent, but the asker will not take it: {refusal}")
     return 0
+
+
+def _refusal_of(client: ApiClient, mailbox: Scope, reply_id: str) -> str | None:
+    """Why the server did not accept the reply ``mailbox`` sent, as it decided at send;
+    None when it accepted it."""
+    path = f"{MESSAGES_PATH}/{urllib.parse.quote(reply_id, safe='')}"
+    status = client.get(path, {"workspace": mailbox.workspace, "project": mailbox.project})
+    reply = status.get("decision_reply")
+    if not isinstance(reply, dict) or not isinstance(reply.get("accepted"), bool):
+        raise malformed(f"GET {path}", "decision_reply")
+    if reply["accepted"]:
+        return None
+    return terminal_safe(str(reply.get("refusal")))
 
 
 def _claim(client: ApiClient, asker: Scope, reply_id: str) -> Message | None:
@@ -294,7 +315,14 @@ def run_wait(args: argparse.Namespace) -> int:
         popped = _claim(client, asker, reply["id"]) if reply is not None else None
         if popped is not None:
             _cancel_question(client, asker, question_id)
-            print(terminal_safe(str(popped["decision_reply"].get("option"))))
+            taken: dict[str, Any] = popped["decision_reply"]
+            if args.json:
+                print_json(taken)
+                return 0
+            print(terminal_safe(str(taken.get("option"))))
+            comment = taken.get("comment")
+            if isinstance(comment, str) and comment:
+                print(terminal_safe(comment), file=sys.stderr)
             return 0
         remaining = deadline - monotonic()
         if remaining <= 0:
@@ -390,8 +418,10 @@ def add_parser(subparsers: SubParsers) -> None:
             "Answer a pending decision question in the current project's inbox (the "
             "mailbox): sends 'decision-reply: ID' with the chosen option to the project "
             "that asked, from the mailbox project, and prints the reply's id. Refuses an "
-            "option the question does not offer. The question stays pending: the asker "
-            "withdraws it when it takes the answer.",
+            "option the question does not offer. Exits 1, saying why, when the server did "
+            "not accept the reply as an answer (a requires_root question answered by "
+            "someone who is not root): it was sent, but the asker will not take it. The "
+            "question stays pending: the asker withdraws it when it takes the answer.",
             scope_help(),
         ],
         examples=[
@@ -412,10 +442,14 @@ def add_parser(subparsers: SubParsers) -> None:
         summary="wait for the answer to a question and print the chosen option",
         paragraphs=[
             "Poll the current project's inbox (the asker's) for the oldest pending "
-            "'decision-reply: ID', pausing 1 s, then twice as long each time up to 30 s. "
-            "Pops that reply, cancels the question and prints the chosen option id alone. "
-            "Exits 1 when no answer came within --timeout. Later answers stay in the "
-            "inbox as ordinary mail.",
+            "'decision-reply: ID' that the server accepted, pausing 1 s, then twice as long "
+            "each time up to 30 s. The server accepts a reply only from the project the "
+            "question went to, with an option it offers, and from root when the question "
+            "requires root; any other reply stays in the inbox as ordinary mail. Pops the "
+            "accepted reply, cancels the question and prints the chosen option id alone on "
+            "stdout, and the comment, when there is one, on stderr (--json: the reply's "
+            "decision_reply object). Exits 1 when no answer came within --timeout. Later "
+            "answers stay in the inbox as ordinary mail.",
             scope_help(),
         ],
         examples=[
@@ -431,4 +465,5 @@ def add_parser(subparsers: SubParsers) -> None:
         help=f"give up after S seconds (default {WAIT_TIMEOUT_DEFAULT_SECONDS:g})",
     )
     add_scope_flags(wait)
+    wait.add_argument("--json", action="store_true", help="print the reply's decision_reply")
     wait.set_defaults(handler=run_wait, command_parser=wait)

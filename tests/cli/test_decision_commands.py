@@ -26,6 +26,7 @@ from aimemory_site.lib.principal import Principal
 from messaging.decisions import decision_body_write, decision_subject
 from messaging.models import Message
 from projects.services import project_get_or_create
+from tests.conftest import Persona, make_project
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 MakeRepo = Callable[[str], Path]
@@ -48,9 +49,15 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
     return result.stdout
 
 
-def reply_row(message_id: str, question_id: str, option: str | None) -> dict[str, Any]:
+def reply_row(
+    message_id: str, question_id: str, option: str | None, *, accepted: bool = True
+) -> dict[str, Any]:
     """A listed reply as the API shows it; ``option=None`` for a body that did not parse."""
-    parsed = None if option is None else {"question_id": question_id, "option": option}
+    parsed = (
+        None
+        if option is None
+        else {"question_id": question_id, "option": option, "accepted": accepted}
+    )
     return {
         "id": message_id,
         "subject": f"decision-reply: {question_id}",
@@ -130,7 +137,8 @@ def test_unreachable_server_is_exit_1_with_one_line(
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr == (
-        f"ai-memory: cannot reach ai-memory server at {unreachable_url}: Connection refused\n"
+        f"ai-memory: cannot reach ai-memory server at {unreachable_url}: Connection refused "
+        "(the server may not be running: start it with `ai-memory serve`)\n"
     )
 
 
@@ -166,12 +174,13 @@ def test_a_pause_never_runs_past_the_deadline(pause: float, remaining: float, sl
     assert next_pause(pause, remaining) == slept
 
 
-def test_the_oldest_reply_that_parses_is_the_answer() -> None:
+def test_the_oldest_accepted_reply_that_parses_is_the_answer() -> None:
     question_id = str(uuid.uuid4())
     rows = [
         {"id": "mail", "subject": "unrelated", "decision_reply": None},
         reply_row("other", str(uuid.uuid4()), "accept"),
         reply_row("broken", question_id, None),
+        reply_row("forged", question_id, "accept", accepted=False),
         reply_row("first", question_id, "reject"),
         reply_row("second", question_id, "accept"),
     ]
@@ -179,7 +188,7 @@ def test_the_oldest_reply_that_parses_is_the_answer() -> None:
     found = oldest_reply(rows, question_id)
 
     assert found is not None and found["id"] == "first"
-    assert oldest_reply(rows[:3], question_id) is None
+    assert oldest_reply(rows[:4], question_id) is None
 
 
 # ---- against the real server ------------------------------------------------------------
@@ -273,9 +282,12 @@ def test_a_question_round_trips_between_two_projects(cli: RunCli, repos: tuple[P
         "question_id": question_id,
         "option": "accept",
         "comment": "Accepting it.\nThe flake is written down.",
+        "accepted": True,
+        "refusal": None,
     }
     assert waited.returncode == 0, waited.stderr
     assert waited.stdout == "accept\n"
+    assert waited.stderr == "Accepting it.\nThe flake is written down.\n"
     assert pending_ids() == set()
     assert Message.objects.get(id=question_id).state == Message.State.CANCELLED
     assert Message.objects.get(id=reply_id).state == Message.State.CLAIMED
@@ -465,3 +477,108 @@ def test_answer_to_a_question_whose_reply_project_is_gone_is_exit_1_and_sends_no
         "Ask the asker to send the question again with the right reply_project.\n"
     )
     assert pending_ids() == {question_id}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_wait_json_prints_the_replys_decision_reply(cli: RunCli, repos: tuple[Path, Path]) -> None:
+    repo_a, repo_b = repos
+    question_id = ok(cli(*ASK_B, cwd=repo_a)).strip()
+    ok(cli("decision", "answer", question_id, "--option", "reject", "--comment", "Not yet.",
+           cwd=repo_b))  # fmt: skip
+
+    waited = cli("decision", "wait", question_id, "--timeout", "30", "--json", cwd=repo_a)
+
+    assert waited.returncode == 0, waited.stderr
+    assert json.loads(waited.stdout) == {
+        "question_id": question_id,
+        "option": "reject",
+        "comment": "Not yet.",
+        "accepted": True,
+        "refusal": None,
+    }
+    assert waited.stderr == ""
+    assert pending_ids() == set()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_wait_prints_no_comment_line_when_the_reply_has_none(
+    cli: RunCli, repos: tuple[Path, Path]
+) -> None:
+    repo_a, repo_b = repos
+    question_id = ok(cli(*ASK_B, cwd=repo_a)).strip()
+    ok(cli("decision", "answer", question_id, "--option", "accept", cwd=repo_b))
+
+    waited = cli("decision", "wait", question_id, "--timeout", "30", cwd=repo_a)
+
+    assert (waited.returncode, waited.stdout, waited.stderr) == (0, "accept\n", "")
+
+
+# ---- forged replies, with authentication on --------------------------------------------
+
+
+@pytest.fixture
+def secured_repos(
+    make_repo: MakeRepo, auth_on: str, alice: Persona, charlie: Persona
+) -> dict[str, Path]:
+    """alice's open project-a (the asker) and project-b (the mailbox), and charlie's
+    unrelated project-c; every signed-in user writes the open ones. Nobody but the root
+    token is root."""
+    make_project(alice, "default", "project-a")
+    make_project(alice, "default", "project-b")
+    make_project(charlie, "default", "project-c", restricted=True)
+    return {name: make_repo(name) for name in ("project-a", "project-b", "project-c")}
+
+
+def as_(token: str) -> dict[str, str]:
+    return {"AI_MEMORY_AUTH_TOKEN": token}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_wait_ignores_forged_replies_and_takes_the_accepted_one(
+    cli: RunCli, secured_repos: dict[str, Path], auth_on: str, bob: Persona, charlie: Persona
+) -> None:
+    repo_a, repo_b, repo_c = (secured_repos[f"project-{n}"] for n in "abc")
+    question_id = ok(cli(*ASK_B, "--requires-root", cwd=repo_a, env=as_(auth_on))).strip()
+    reply_to_a = [
+        "message", "send", "--to-workspace", "default", "--to-project", "project-a",
+        "--subject", f"decision-reply: {question_id}",
+    ]  # fmt: skip
+    # bob is not root; charlie writes from a project the question never went to; and an
+    # option the question does not offer.
+    not_root = cli("decision", "answer", question_id, "--option", "accept", cwd=repo_b,
+                   env=as_(bob.token))  # fmt: skip
+    wrong_project = ok(cli(*reply_to_a, f"question_id: {question_id}\noption: accept",
+                           cwd=repo_c, env=as_(charlie.token)))  # fmt: skip
+    unknown_option = ok(cli(*reply_to_a, f"question_id: {question_id}\noption: maybe",
+                            cwd=repo_b, env=as_(auth_on)))  # fmt: skip
+    forged = pending_ids() - {question_id}
+
+    listed = json.loads(ok(cli("message", "list", "--json", cwd=repo_a, env=as_(auth_on))))
+    too_early = cli("decision", "wait", question_id, "--timeout", "1.2", cwd=repo_a,
+                    env=as_(auth_on))  # fmt: skip
+    ok(cli("decision", "answer", question_id, "--option", "reject", "--comment",
+           "Hold it: QA is not done.", cwd=repo_b, env=as_(auth_on)))  # fmt: skip
+    waited = cli("decision", "wait", question_id, "--timeout", "30", cwd=repo_a,
+                 env=as_(auth_on))  # fmt: skip
+
+    # The non-root answer is sent, as any message is, and said not to count.
+    assert not_root.returncode == 1
+    [not_root_id] = not_root.stdout.split()
+    assert not_root.stderr == (
+        "ai-memory: the reply was sent, but the asker will not take it: the question "
+        "requires root, and this reply was not sent by root (the root token, a superuser, "
+        "or the user named by AI_MEMORY_ROOT_USERNAME).\n"
+    )
+    assert forged == {not_root_id, wrong_project.split()[2], unknown_option.split()[2]}
+    replies = {row["id"]: row["decision_reply"] for row in listed["messages"]}
+    assert set(replies) == forged
+    assert [reply["accepted"] for reply in replies.values()] == [False, False, False]
+    assert all(reply["refusal"] for reply in replies.values())
+    assert too_early.returncode == 1
+    assert "no answer to decision" in too_early.stderr
+    assert waited.returncode == 0, waited.stderr
+    assert waited.stdout == "reject\n"
+    assert waited.stderr == "Hold it: QA is not done.\n"
+    # The forged replies stay in the inbox as ordinary mail; the question is withdrawn.
+    assert pending_ids() == forged
+    assert Message.objects.get(id=question_id).state == Message.State.CANCELLED

@@ -114,8 +114,12 @@ def test_a_writer_on_both_projects_sends_the_reply_from_the_mailbox_to_the_asker
         "question_id": str(question.pk),
         "option": "accept",
         "comment": "Accepting.\nThe flake is written down.",
+        "accepted": True,
+        "refusal": None,
     }
-    assert decision_reply_parse(stored.subject, stored.body) == stored.decision_reply
+    assert decision_reply_parse(stored.subject, stored.body) == {
+        key: stored.decision_reply[key] for key in ("question_id", "option", "comment")
+    }
 
 
 def test_answering_neither_pops_nor_cancels_the_question(
@@ -332,6 +336,21 @@ def test_a_reply_project_that_does_not_exist_is_refused(
     assert reply_project in text
 
 
+def test_a_reply_project_that_is_not_the_asker_is_refused(
+    alice: Persona, operator: Project, orchestrator: Project
+) -> None:
+    # The asker would never take an answer sent elsewhere: the server accepts a reply only
+    # when it goes back to the project that asked.
+    make_project(alice, "default", "bystander", restricted=True)
+    text = refused(
+        alice.principal,
+        ask(reply_project="default/bystander"),
+        BadRequest,
+        "reply_project_not_found",
+    )
+    assert "reply_project default/bystander is not the project that asked it" in text
+
+
 def test_a_question_without_a_usable_reply_project_is_refused(
     alice: Persona, operator: Project, orchestrator: Project
 ) -> None:
@@ -384,6 +403,29 @@ def test_an_answer_sent_by_another_surface_counts_as_earlier(
     )
     with pytest.raises(Conflict):
         answer(alice.principal, question)
+
+
+def test_a_reply_the_server_did_not_accept_does_not_count_as_earlier(
+    settings: SettingsWrapper, bob: Persona, operator: Project, orchestrator: Project
+) -> None:
+    question = ask(requires_root=True)
+    grant(bob, operator, "write")
+    grant(bob, orchestrator, "write")
+    forged = message_send(  # bob is not root
+        principal=bob.principal,
+        to_workspace="default",
+        to_project="orchestrator",
+        from_workspace="default",
+        from_project="operator",
+        subject=f"decision-reply: {question.pk}",
+        body=f"question_id: {question.pk}\noption: reject\ncomment:",
+    ).message
+    settings.AI_MEMORY_ROOT_USERNAME = "ops"
+
+    reply = answer(ROOT, question)
+
+    assert forged.decision_reply is not None and forged.decision_reply["accepted"] is False
+    assert reply.decision_reply is not None and reply.decision_reply["accepted"] is True
 
 
 def test_the_same_form_submitted_twice_is_one_answer(

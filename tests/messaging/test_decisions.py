@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pytest_django.fixtures import Settings as SettingsWrapper
 
 from messaging.decisions import (
     decision_body_write,
@@ -14,9 +15,10 @@ from messaging.decisions import (
     decision_reply_write,
     decision_subject,
 )
-from projects.models import Project
-from tests.conftest import A, ApiCall, B
+from projects.models import Grant, Project
+from tests.conftest import SEND, A, ApiCall, B, Persona, make_project
 from tests.decision_examples import MERGE_BODY, MERGE_DECISION, MERGE_SUBJECT
+from tests.mcp_raw import RawMcp
 
 SUBJECT = "decision: Accept the known-flake exception?"
 QUESTION_ID = "018f1a2b-3c4d-7e5f-8a9b-0c1d2e3f4a5b"
@@ -353,6 +355,8 @@ def test_a_question_lists_with_its_decision_and_a_popped_reply_carries_its_answe
         "question_id": question_id,
         "option": "merge",
         "comment": "Go: CI is green.\nThanks.",
+        "accepted": True,
+        "refusal": None,
     }
 
 
@@ -370,3 +374,202 @@ def test_an_ordinary_message_carries_null_decision_fields(
     assert api("post", "/api/v1/messages", question)[0] == 201
     [row] = api("get", "/api/v1/messages", B)[1]["messages"]
     assert (row["decision"], row["decision_reply"]) == (None, None)
+
+
+# Who may answer, decided at send -------------------------------------------------------
+#
+# alice's restricted default/operator is the mailbox and her restricted
+# default/orchestrator the asker. bob writes both but is not root; charlie writes the asker
+# from a project of his own, default/elsewhere. The question requires root.
+
+ROOT_REFUSAL = (
+    "the question requires root, and this reply was not sent by root (the root token, a "
+    "superuser, or the user named by AI_MEMORY_ROOT_USERNAME)."
+)
+
+
+def _reply(question_id: str, option: str, sender: str, comment: str = "") -> dict[str, Any]:
+    return {
+        "to_workspace": "default",
+        "to_project": "orchestrator",
+        "from_workspace": "default",
+        "from_project": sender,
+        "subject": decision_reply_subject(question_id),
+        "body": decision_reply_write(question_id, option, comment),
+    }
+
+
+@pytest.fixture
+def answered(
+    api: ApiCall, modern: RawMcp, auth_on: str, alice: Persona, bob: Persona, charlie: Persona
+) -> dict[str, Any]:
+    """A requires_root question from the asker to the mailbox, three forged replies and an
+    accepted one, all in the asker's inbox: ``{"question": id, "<kind>": reply id}``."""
+    operator = make_project(alice, "default", "operator", restricted=True)
+    orchestrator = make_project(alice, "default", "orchestrator", restricted=True)
+    make_project(charlie, "default", "elsewhere", restricted=True)
+    for project in (operator, orchestrator):
+        Grant.objects.create(user=bob.user, project=project, level=Grant.Level.WRITE)
+    Grant.objects.create(user=charlie.user, project=orchestrator, level=Grant.Level.WRITE)
+    question = {
+        "to_workspace": "default",
+        "to_project": "operator",
+        "from_workspace": "default",
+        "from_project": "orchestrator",
+        "subject": MERGE_SUBJECT,
+        "body": MERGE_BODY.replace("default/project-a", "default/orchestrator"),
+    }
+    status, sent = api("post", "/api/v1/messages", question, token=auth_on)
+    assert status == 201, sent
+    question_id = sent["message_id"]
+    ids = {"question": question_id}
+    for kind, option, sender, token in [
+        ("not_root", "merge", "operator", bob.token),
+        ("wrong_project", "merge", "elsewhere", charlie.token),
+        ("unknown_option", "maybe", "operator", auth_on),
+    ]:
+        status, sent = api(
+            "post", "/api/v1/messages", _reply(question_id, option, sender), token=token
+        )
+        assert status == 201, sent
+        ids[kind] = sent["message_id"]
+    # Forged over MCP too: every surface sends through the same rule.
+    result = modern.call_tool(
+        "memory_message_send",
+        _reply(question_id, "merge", "operator"),
+        headers={"Authorization": f"Bearer {bob.token}"},
+    )
+    ids["not_root_mcp"] = result["structuredContent"]["message_id"]
+    status, sent = api(
+        "post",
+        "/api/v1/messages",
+        _reply(question_id, "merge", "operator", "Go: CI is green."),
+        token=auth_on,
+    )
+    assert status == 201, sent
+    ids["accepted"] = sent["message_id"]
+    return ids
+
+
+def expected_replies(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    question_id = ids["question"]
+    wrong_project = (
+        f"question_id {question_id} names no decision question that default/orchestrator "
+        "sent to default/elsewhere, so this reply answers nothing that was asked."
+    )
+    unknown_option = "option 'maybe' is not one the question offers (it offers: merge, wait)."
+    verdicts = {
+        "not_root": ("merge", "", False, ROOT_REFUSAL),
+        "not_root_mcp": ("merge", "", False, ROOT_REFUSAL),
+        "wrong_project": ("merge", "", False, wrong_project),
+        "unknown_option": ("maybe", "", False, unknown_option),
+        "accepted": ("merge", "Go: CI is green.", True, None),
+    }
+    return {
+        ids[kind]: {
+            "question_id": question_id,
+            "option": option,
+            "comment": comment,
+            "accepted": accepted,
+            "refusal": refusal,
+        }
+        for kind, (option, comment, accepted, refusal) in verdicts.items()
+    }
+
+
+ORCHESTRATOR = {"workspace": "default", "project": "orchestrator"}
+
+
+def test_the_server_decides_at_send_which_replies_are_accepted_as_rest_lists_them(
+    api: ApiCall, answered: dict[str, Any], auth_on: str
+) -> None:
+    status, listed = api("get", "/api/v1/messages", ORCHESTRATOR, token=auth_on)
+    assert status == 200, listed
+    rows = {row["id"]: row["decision_reply"] for row in listed["messages"]}
+    assert rows == expected_replies(answered)
+    assert [list(reply) for reply in rows.values()] == [
+        ["question_id", "option", "comment", "accepted", "refusal"]
+    ] * len(rows)
+
+
+def test_rest_status_and_pop_show_the_verdict(
+    api: ApiCall, answered: dict[str, Any], auth_on: str
+) -> None:
+    expected = expected_replies(answered)
+    for reply_id, reply in expected.items():
+        status, shown = api("get", f"/api/v1/messages/{reply_id}", ORCHESTRATOR, token=auth_on)
+        assert status == 200, shown
+        assert shown["decision_reply"] == reply
+    for reply_id, reply in expected.items():
+        popped = api(
+            "post",
+            "/api/v1/messages/pop",
+            {**ORCHESTRATOR, "message_id": reply_id},
+            token=auth_on,
+        )[1]["message"]
+        assert popped["decision_reply"] == reply
+
+
+def test_mcp_list_status_and_pop_show_the_verdict(
+    modern: RawMcp, answered: dict[str, Any], auth_on: str
+) -> None:
+    expected = expected_replies(answered)
+    bearer = {"Authorization": f"Bearer {auth_on}"}
+    listed = modern.call_tool("memory_message_list", ORCHESTRATOR, headers=bearer)
+    rows = listed["structuredContent"]["messages"]
+    assert {row["id"]: row["decision_reply"] for row in rows} == expected
+    for reply_id, reply in expected.items():
+        arguments = {**ORCHESTRATOR, "message_id": reply_id}
+        shown = modern.call_tool("memory_message_status", arguments, headers=bearer)
+        assert shown["structuredContent"]["decision_reply"] == reply
+        popped = modern.call_tool("memory_message_pop", arguments, headers=bearer)
+        assert popped["structuredContent"]["message"]["decision_reply"] == reply
+
+
+def test_the_user_named_root_answers_a_requires_root_question_by_token(
+    api: ApiCall, settings: SettingsWrapper, answered: dict[str, Any], auth_on: str, bob: Persona
+) -> None:
+    settings.AI_MEMORY_ROOT_USERNAME = "bob"
+    reply = _reply(answered["question"], "wait", "operator")
+    status, sent = api("post", "/api/v1/messages", reply, token=bob.token)
+    assert status == 201, sent
+    shown = api("get", f"/api/v1/messages/{sent['message_id']}", ORCHESTRATOR, token=auth_on)[1]
+    assert (shown["decision_reply"]["accepted"], shown["decision_reply"]["refusal"]) == (True, None)
+
+
+def test_on_an_anonymous_server_every_sender_counts_as_root(
+    api: ApiCall, project_a: Project, project_b: Project
+) -> None:
+    question = {**SEND, "subject": MERGE_SUBJECT, "body": MERGE_BODY}
+    question_id = api("post", "/api/v1/messages", question)[1]["message_id"]
+    reply = {
+        **SEND,
+        "to_project": "project-a",
+        "from_project": "project-b",
+        "subject": decision_reply_subject(question_id),
+        "body": decision_reply_write(question_id, "merge"),
+    }
+    assert api("post", "/api/v1/messages", reply)[0] == 201
+    [row] = api("get", "/api/v1/messages", A)[1]["messages"]
+    assert row["decision_reply"]["accepted"] is True
+
+
+def test_a_reply_naming_no_uuid_or_an_ordinary_message_is_not_accepted(
+    api: ApiCall, project_a: Project, project_b: Project
+) -> None:
+    ordinary_id = api("post", "/api/v1/messages", SEND)[1]["message_id"]
+    for question_id in ("not-a-uuid", ordinary_id):
+        reply = {
+            **SEND,
+            "to_project": "project-a",
+            "from_project": "project-b",
+            "subject": decision_reply_subject(question_id),
+            "body": decision_reply_write(question_id, "merge"),
+        }
+        assert api("post", "/api/v1/messages", reply)[0] == 201
+    rows = api("get", "/api/v1/messages", A)[1]["messages"]
+    assert [row["decision_reply"]["accepted"] for row in rows] == [False, False]
+    assert rows[0]["decision_reply"]["refusal"].startswith(
+        "question_id not-a-uuid names no decision question that default/project-a sent to "
+        "default/project-b"
+    )
