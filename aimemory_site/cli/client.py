@@ -36,6 +36,7 @@ MAX_RAW_DETAIL_CHARS = 200
 ISSUE_TOKEN_COMMAND = "`ai-memory manage issue_token USER`"
 SERVE_COMMAND = "`ai-memory serve`"
 MCP_PATH = "/mcp"
+PROJECT_NOT_FOUND_CODE = "project_not_found"
 
 
 class ClientError(CliError):
@@ -158,6 +159,19 @@ def _seconds(value: float) -> str:
 
 
 @dataclass(frozen=True)
+class ProjectAdvice:
+    """A sentence to add to a 404 that says project ``label`` (``ws/proj``) was not found."""
+
+    label: str
+    advice: str
+
+    def applies_to(self, code: str | None, detail: str) -> bool:
+        # The server's 404 names the project it did not find; a request that names two
+        # (a send) may be refused for either.
+        return code == PROJECT_NOT_FOUND_CODE and detail.startswith(f"project {self.label} ")
+
+
+@dataclass(frozen=True)
 class ApiClient:
     """The JSON API at ``base_url``. ``timeout_seconds``, when given, bounds the wait for
     an answer (the connect too) of every request, as a hook needs; else each request
@@ -167,14 +181,22 @@ class ApiClient:
     token: str = ""
     timeout_seconds: float | None = None
     connect_timeout_seconds: float = CONNECT_TIMEOUT_SECONDS
+    project_advice: ProjectAdvice | None = None
 
     @classmethod
     def from_environment(
         cls,
         environ: Mapping[str, str] = os.environ,
         timeout_seconds: float | None = None,
+        *,
+        project_advice: ProjectAdvice | None = None,
     ) -> ApiClient:
-        return cls(server_url_from(environ), auth_token_from(environ), timeout_seconds)
+        return cls(
+            server_url_from(environ),
+            auth_token_from(environ),
+            timeout_seconds,
+            project_advice=project_advice,
+        )
 
     def read_timeout(self, method: str, wait_seconds: float = 0) -> float:
         """How long ``method`` waits for its answer once sent, ``wait_seconds`` (the time
@@ -276,6 +298,8 @@ class ApiClient:
         message = f"{request_name}: server returned {exc.code}: {detail}"
         if exc.code == 401:
             message = f"{_sentence(message)} {self._token_advice()}"
+        elif self.project_advice is not None and self.project_advice.applies_to(code, detail):
+            message = f"{_sentence(message)} {self.project_advice.advice}"
         error = RetryableError if exc.code in RETRYABLE_STATUSES else ClientError
         return error(message, code=code, status=exc.code)
 

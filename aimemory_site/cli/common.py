@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aimemory_site.cli.client import ClientError
+from aimemory_site.cli.client import ApiClient, ClientError, ProjectAdvice
 from aimemory_site.cli.scope import Scope, resolve_scope
 
 # Control characters other than newline and tab: in a body from another project they
@@ -53,6 +53,16 @@ def current_scope(workspace: str | None, project: str | None) -> Scope:
     if note:
         print(note, file=sys.stderr)
     return scope
+
+
+def api_client(scope: Scope) -> ApiClient:
+    """The API client of a command that acts as ``scope``. When that is the working
+    directory's own project, a 404 for it says that ``ai-memory init`` here registers it:
+    a fresh repository's project does not exist until something starts a session there."""
+    advice = None
+    if scope.of_working_directory:
+        advice = ProjectAdvice(scope.label, f"Run `ai-memory init` here to register {scope.label}.")
+    return ApiClient.from_environment(project_advice=advice)
 
 
 def add_scope_flags(parser: argparse.ArgumentParser) -> None:

@@ -1,10 +1,12 @@
-"""``ai-memory init``: name this repository's project and show how to wire agents to it.
+"""``ai-memory init``: name this repository's project, register it on the server, and
+show how to wire agents to it.
 
 Writes ``.ai-memory.toml`` at the git main worktree root (else the working directory),
-then prints the MCP and hook configuration for Claude Code and Codex (SessionStart) and
-Kimi (UserPromptSubmit). The hooks name ``ai-memory`` by its absolute path when it is not
-on PATH, as a harness would not find it either. The bearer token appears only as the name
-of its environment variable, never its value.
+registers the project it names with a session start of its own (so the message commands
+work in a fresh repository at once), then prints the MCP and hook configuration for Claude
+Code and Codex (SessionStart) and Kimi (UserPromptSubmit). The hooks name ``ai-memory`` by
+its absolute path when it is not on PATH, as a harness would not find it either. The
+bearer token appears only as the name of its environment variable, never its value.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ import os
 import shlex
 import shutil
 import sys
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from aimemory_site.cli.client import (
     AUTH_TOKEN_ENV,
     SERVER_URL_ENV,
+    ApiClient,
     auth_token_from,
     server_url_from,
 )
@@ -31,13 +35,17 @@ from aimemory_site.cli.scope import (
     MARKER_FILE_NAME,
     default_project_name,
     git_main_worktree_root,
+    resolve_scope,
 )
+from aimemory_site.lib.agents import AGENT_OTHER
 from aimemory_site.lib.names import name_invalid_message, name_is_valid
+from aimemory_site.lib.session_sources import SOURCE_INIT
 
 EXECUTABLE_NAME = "ai-memory"
 SESSION_START_ARGS = "hook session-start"
 USER_PROMPT_ARGS = "hook user-prompt --agent kimi"
 MCP_SERVER_NAME = "ai-memory"
+SESSIONS_PATH = "/api/v1/sessions"
 SESSION_START_MATCHER = "startup|resume|clear|compact"
 # Seconds Kimi gives the hook; the hook itself waits at most 5 s for the server.
 KIMI_HOOK_TIMEOUT_SECONDS = 10
@@ -95,7 +103,8 @@ def agent_setup_text(server_url: str, with_bearer: bool, executable: str = EXECU
     """
     mcp_url = f"{server_url}/mcp"
     bearer_value = f"Bearer ${{{AUTH_TOKEN_ENV}}}"
-    claude_add = f"claude mcp add --transport http {MCP_SERVER_NAME} {mcp_url}"
+    # User scope: claude's default scope is the directory it runs in, not the machine.
+    claude_add = f"claude mcp add --scope user --transport http {MCP_SERVER_NAME} {mcp_url}"
     mcp_server: dict[str, object] = {"type": "http", "url": mcp_url}
     codex_mcp = f"[mcp_servers.{MCP_SERVER_NAME}]\nurl = {json.dumps(mcp_url)}\n"
     if with_bearer:
@@ -141,9 +150,10 @@ def agent_setup_text(server_url: str, with_bearer: bool, executable: str = EXECU
     sections += [
         "",
         "== Claude Code ==",
-        "MCP server, once per machine:",
+        "MCP server, for every project of this user:",
         _indented(claude_add),
-        "or for this repository, in .mcp.json:",
+        "or for this repository only, in .mcp.json (a project's .mcp.json needs a one-time "
+        "approval in claude, which asks when it next starts here):",
         _indented(json.dumps(mcp_json, indent=2)),
         "SessionStart hook, in .claude/settings.json:",
         _indented(json.dumps(claude_settings, indent=2)),
@@ -185,9 +195,44 @@ def write_marker(
     return f"Wrote {path}: this repository is {workspace}/{project}."
 
 
+def register_project(cwd: Path, environ: Mapping[str, str]) -> str:
+    """Register the project the CLI resolves in ``cwd`` (the marker's, once written) with
+    a session start of its own; return the line that says so. Raises CliError.
+
+    Its source ``init`` makes the server claim no handoff for it: no agent reads this
+    answer, and the handoff is meant for the next agent session.
+    """
+    scope = resolve_scope(cwd, environ)
+    payload = {
+        "workspace": scope.workspace,
+        "project": scope.project,
+        "session_id": f"cli-init-{uuid.uuid4()}",
+        "agent": AGENT_OTHER,
+        "source": SOURCE_INIT,
+    }
+    client = ApiClient.from_environment(environ)
+    try:
+        client.post(SESSIONS_PATH, payload)
+    except CliError as exc:
+        raise CliError(
+            f"could not register {scope.label} on the server: {str(exc).rstrip('.')}. "
+            "Run `ai-memory init` again once it runs."
+        ) from exc
+    return (
+        f"Registered {scope.label} on the server at {client.base_url}: the CLI and the "
+        "agents' hooks can use it now."
+    )
+
+
 def run_init(args: argparse.Namespace) -> int:
-    outcome = write_marker(Path.cwd(), os.environ, args.workspace, args.project, args.force)
-    print(outcome)
+    cwd = Path.cwd()
+    print(write_marker(cwd, os.environ, args.workspace, args.project, args.force))
+    try:
+        print(register_project(cwd, os.environ))
+    except CliError as exc:
+        # The marker and the configuration below are of use without a server; the
+        # registration is the one step to repeat.
+        print(f"ai-memory: {exc}", file=sys.stderr)
     print()
     executable = ai_memory_command(os.environ.get("PATH"))
     print(
@@ -204,7 +249,9 @@ def add_parser(subparsers: SubParsers) -> None:
         paragraphs=[
             f"Write {MARKER_FILE_NAME} (workspace and project) at the root of the current git "
             "repository's main worktree, or in the working directory outside git; an "
-            "existing one is kept unless --force. Then print the configuration for the "
+            "existing one is kept unless --force. Register the project it names on the "
+            "server (a session start of its own, which takes no handoff), so the message "
+            "commands work here at once. Then print the configuration for the "
             f"server at ${SERVER_URL_ENV} (bearer from ${AUTH_TOKEN_ENV} when it is set): "
             "the MCP server and the SessionStart hook (ai-memory hook session-start) for "
             "Claude Code and Codex, and the UserPromptSubmit hook (ai-memory hook "

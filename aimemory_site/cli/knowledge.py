@@ -13,11 +13,12 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from aimemory_site.cli.client import ApiClient, ClientError
+from aimemory_site.cli.client import ClientError
 from aimemory_site.cli.common import (
     add_json_flag,
     add_scope_flags,
     answer_str,
+    api_client,
     current_scope,
     malformed,
     print_json,
@@ -157,7 +158,7 @@ def run_handoff_create(args: argparse.Namespace) -> int:
     payload = {"workspace": scope.workspace, "project": scope.project, "body": body}
     # Not retried: a create has no key the server could recognise, so a repeat after a
     # lost answer could leave two handoffs.
-    answer = ApiClient.from_environment().post(HANDOFFS_PATH, payload)
+    answer = api_client(scope).post(HANDOFFS_PATH, payload)
     handoff_id = answer_str(answer, "handoff_id", f"POST {HANDOFFS_PATH}")
     if args.json:
         print_json(answer)
@@ -168,7 +169,7 @@ def run_handoff_create(args: argparse.Namespace) -> int:
 
 def run_handoff_list(args: argparse.Namespace) -> int:
     scope = current_scope(args.workspace, args.project)
-    answer = ApiClient.from_environment().get(HANDOFFS_PATH, _scope_query(scope))
+    answer = api_client(scope).get(HANDOFFS_PATH, _scope_query(scope))
     handoffs = _checked_rows(
         answer,
         "handoffs",
@@ -194,7 +195,7 @@ def run_page_write(args: argparse.Namespace) -> int:
         "pinned": args.pinned,
     }
     # A write sets the page at its path to this body, so a repeat changes nothing more.
-    answer = ApiClient.from_environment().post_retrying_once(PAGES_PATH, payload)
+    answer = api_client(scope).post_retrying_once(PAGES_PATH, payload)
     request = f"POST {PAGES_PATH}"
     path = answer_str(answer, "path", request)
     created = answer.get("created")
@@ -212,7 +213,7 @@ def run_page_read(args: argparse.Namespace) -> int:
     scope = current_scope(args.workspace, args.project)
     query = {**_scope_query(scope), "path": args.path}
     # A 404 (no page at the path, or no such project) is a ClientError: one line, exit 1.
-    answer = ApiClient.from_environment().get(PAGE_READ_PATH, query)
+    answer = api_client(scope).get(PAGE_READ_PATH, query)
     request = f"GET {PAGE_READ_PATH}"
     page = answer.get("page")
     if not isinstance(page, dict) or not isinstance(page.get("body"), str):
@@ -229,7 +230,7 @@ def run_page_list(args: argparse.Namespace) -> int:
     query = _scope_query(scope)
     if args.prefix:
         query["prefix"] = args.prefix
-    answer = ApiClient.from_environment().get(PAGES_PATH, query)
+    answer = api_client(scope).get(PAGES_PATH, query)
     pages = _checked_rows(
         answer,
         "pages",

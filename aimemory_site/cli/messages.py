@@ -15,12 +15,13 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from aimemory_site.cli.client import ApiClient, ClientError
+from aimemory_site.cli.client import ClientError
 from aimemory_site.cli.common import (
     add_json_flag,
     add_scope_flags,
     answer_count,
     answer_str,
+    api_client,
     current_scope,
     malformed,
     print_json,
@@ -235,7 +236,7 @@ def run_send(args: argparse.Namespace) -> int:
         payload["in_reply_to"] = args.in_reply_to
     # A key of this invocation: the one retry below can then never send twice.
     payload["idempotency_key"] = f"cli-{uuid.uuid4()}"
-    answer = ApiClient.from_environment().post_retrying_once(MESSAGES_PATH, payload)
+    answer = api_client(sender).post_retrying_once(MESSAGES_PATH, payload)
     request = f"POST {MESSAGES_PATH}"
     message_id = answer_str(answer, "message_id", request)
     if args.json:
@@ -257,9 +258,7 @@ def run_send(args: argparse.Namespace) -> int:
 def run_status(args: argparse.Namespace) -> int:
     scope = current_scope(args.workspace, args.project)
     path = f"{MESSAGES_PATH}/{urllib.parse.quote(args.id, safe='')}"
-    answer = ApiClient.from_environment().get(
-        path, {"workspace": scope.workspace, "project": scope.project}
-    )
+    answer = api_client(scope).get(path, {"workspace": scope.workspace, "project": scope.project})
     request = f"GET {path}"
     for field in ("id", "state", "from_workspace", "from_project", "to_workspace", "to_project"):
         answer_str(answer, field, request)
@@ -274,7 +273,7 @@ def run_list(args: argparse.Namespace) -> int:
     scope = current_scope(args.workspace, args.project)
     box = "outbox" if args.outbox else "inbox"
     query = {"workspace": scope.workspace, "project": scope.project, "box": box}
-    answer = ApiClient.from_environment().get(MESSAGES_PATH, {**query, "limit": args.limit})
+    answer = api_client(scope).get(MESSAGES_PATH, {**query, "limit": args.limit})
     request = f"GET {MESSAGES_PATH}"
     listed = answer.get("messages")
     if not isinstance(listed, list):
@@ -295,7 +294,7 @@ def run_pop(args: argparse.Namespace) -> int:
         payload["message_id"] = args.id
     # An id of this invocation: the one retry below answers what the first pop claimed.
     payload["request_id"] = f"cli-{uuid.uuid4()}"
-    answer = ApiClient.from_environment().post_retrying_once(POP_PATH, payload)
+    answer = api_client(scope).post_retrying_once(POP_PATH, payload)
     request = f"POST {POP_PATH}"
     if "message" not in answer:
         raise malformed(request, "message")
@@ -319,7 +318,7 @@ def run_cancel(args: argparse.Namespace) -> int:
         payload["all"] = True
     else:
         payload["message_id"] = args.id
-    answer = ApiClient.from_environment().post(CANCEL_PATH, payload)
+    answer = api_client(scope).post(CANCEL_PATH, payload)
     count = answer_count(answer, "cancelled", f"POST {CANCEL_PATH}")
     if args.json:
         print_json(answer)

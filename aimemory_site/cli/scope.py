@@ -54,6 +54,9 @@ class Scope:
     marker: Marker | None = None
     # Which halves ("workspace", "project") the marker decided; empty when it decided none.
     decided_by_marker: tuple[str, ...] = ()
+    # No flag named either half: this is the project of the working directory, the one
+    # ``ai-memory init`` run there registers.
+    of_working_directory: bool = True
 
     @property
     def label(self) -> str:
@@ -173,10 +176,15 @@ def resolve_scope(
     workspace = (workspace or "").strip() or None
     project = (project or "").strip() or None
     if workspace and project:
-        return Scope(workspace, project)
+        return Scope(workspace, project, of_working_directory=False)
+    of_working_directory = workspace is None and project is None
     marker = find_marker(cwd, environ)
     if marker is None:
-        return Scope(workspace or DEFAULT_WORKSPACE, project or default_project_name(cwd, environ))
+        return Scope(
+            workspace or DEFAULT_WORKSPACE,
+            project or default_project_name(cwd, environ),
+            of_working_directory=of_working_directory,
+        )
     decided: list[str] = []
     if workspace is None and marker.workspace is not None:
         decided.append("workspace")
@@ -187,4 +195,5 @@ def resolve_scope(
         project=project or marker.project or repository_project_name(marker.path.parent),
         marker=marker,
         decided_by_marker=tuple(decided),
+        of_working_directory=of_working_directory,
     )

@@ -141,7 +141,7 @@ def test_init_prints_claude_and_codex_configuration_with_the_bearer_by_name(
     assert result.returncode == 0, result.stderr
     assert SECRET not in out
     assert (
-        f"claude mcp add --transport http ai-memory {SERVER_URL}/mcp "
+        f"claude mcp add --scope user --transport http ai-memory {SERVER_URL}/mcp "
         '--header "Authorization: Bearer $AI_MEMORY_AUTH_TOKEN"'
     ) in out
     assert '"Authorization": "Bearer ${AI_MEMORY_AUTH_TOKEN}"' in out
@@ -150,6 +150,19 @@ def test_init_prints_claude_and_codex_configuration_with_the_bearer_by_name(
     assert f'url = "{SERVER_URL}/mcp"' in out
     assert 'bearer_token_env_var = "AI_MEMORY_AUTH_TOKEN"' in out
     assert 'command = "ai-memory hook session-start"' in out
+
+
+def test_init_prints_the_user_scope_mcp_command_and_the_project_approval(
+    make_cli: Callable[[str], RunCli], tmp_path: Path
+) -> None:
+    out = make_cli(SERVER_URL)("init", cwd=tmp_path).stdout
+
+    assert f"  claude mcp add --scope user --transport http ai-memory {SERVER_URL}/mcp\n" in out
+    assert "once per machine" not in out
+    assert (
+        "or for this repository only, in .mcp.json (a project's .mcp.json needs a one-time "
+        "approval in claude, which asks when it next starts here):"
+    ) in out
 
 
 def test_init_without_a_token_configures_no_bearer(
