@@ -99,8 +99,20 @@ def page_read(*, principal: Principal, workspace: str, project: str, path: str) 
 def page_list(
     *, principal: Principal, workspace: str, project: str, prefix: str | None = None
 ) -> list[Page]:
-    """The project's pages in path order (at most 200), without bodies. Needs read."""
+    """The project's pages in path order (at most 200), without bodies. Needs read.
+
+    A ``prefix`` longer than a path can be is 400 ``invalid_page_path``: it could match
+    nothing, and the database would be handed a pattern of any length (SQLite gives up
+    on one of some 50,000 characters as too complex).
+    """
     target = project_access(principal, workspace, project, need=Level.READ)
+    if prefix is not None and len(prefix) > PAGE_PATH_MAX_CHARS:
+        raise BadRequest(
+            f"page prefix of {len(prefix)} characters: a page path has at most "
+            f"{PAGE_PATH_MAX_CHARS}, so no page could match; pass at most "
+            f"{PAGE_PATH_MAX_CHARS} characters",
+            code=Code.INVALID_PAGE_PATH,
+        )
     pages = pages_of(target)
     if prefix:
         pages = pages.filter(path__startswith=prefix)

@@ -156,3 +156,38 @@ def test_mcp_pinned_must_be_a_boolean(mcp: RawMcp) -> None:
     text = mcp.tool_error("memory_write_page", {**A, "path": "n", "body": "x", "pinned": "yes"})
 
     assert "argument 'pinned' must be a boolean" in text
+
+
+def _prefix_refusal(length: int) -> str:
+    return (
+        f"page prefix of {length} characters: a page path has at most 200, so no page "
+        "could match; pass at most 200 characters"
+    )
+
+
+@pytest.mark.parametrize("length", [201, 60_000])
+def test_a_list_prefix_longer_than_any_path_is_an_invalid_page_path(
+    api: ApiCall, length: int
+) -> None:
+    _write(api, "x" * 200)
+
+    status, answer = api("get", "/api/v1/pages", {**A, "prefix": "x" * length})
+
+    assert status == 400
+    assert answer == {"detail": _prefix_refusal(length), "code": "invalid_page_path"}
+
+
+def test_a_list_prefix_as_long_as_a_path_finds_it(api: ApiCall) -> None:
+    _write(api, "x" * 200)
+
+    status, answer = api("get", "/api/v1/pages", {**A, "prefix": "x" * 200})
+
+    assert status == 200
+    assert [row["path"] for row in answer["pages"]] == ["x" * 200]
+
+
+@pytest.mark.parametrize("length", [201, 60_000])
+def test_mcp_list_refuses_a_prefix_longer_than_any_path(mcp: RawMcp, length: int) -> None:
+    text = mcp.tool_error("memory_list_pages", {**A, "prefix": "x" * length})
+
+    assert text == _prefix_refusal(length)
