@@ -17,6 +17,7 @@ import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
 from aimemory_site.lib.binding import is_loopback
+from aimemory_site.lib.origin import allowed_origins_parse
 
 # Lets admin classes be written ModelAdmin[Model] for mypy at runtime too.
 django_stubs_ext.monkeypatch()
@@ -99,6 +100,10 @@ _DEFAULT_HOSTS = "localhost,127.0.0.1,[::1]" if is_loopback(AI_MEMORY_BIND) else
 ALLOWED_HOSTS = [
     h.strip() for h in env_str("ALLOWED_HOSTS", _DEFAULT_HOSTS).split(",") if h.strip()
 ]
+
+# Browser origins besides the server's own (its scheme and validated Host) that may call
+# /api/, /mcp and /handoff: a web UI of the operator's on another port or host.
+AI_MEMORY_ALLOWED_ORIGINS = allowed_origins_parse(env_str("AI_MEMORY_ALLOWED_ORIGINS"))
 
 AI_MEMORY_ROOT_TOKEN = env_str("AI_MEMORY_ROOT_TOKEN")
 AI_MEMORY_ROOT_USERNAME = env_str("AI_MEMORY_ROOT_USERNAME")

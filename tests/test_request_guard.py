@@ -1,22 +1,27 @@
 """The request guard (DESIGN.md section 7, Requests): no web page may write to a local
-server, every body is JSON, and no NUL or lone surrogate gets in, on every surface."""
+server, every body is JSON in UTF-8, and no NUL or lone surrogate gets in, on every
+surface."""
 
 from __future__ import annotations
 
+import codecs
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from django.test import Client
+from pytest_django.fixtures import Settings as SettingsWrapper
 
 from messaging.models import Message
-from projects.models import Activity, AgentSession, Project
+from projects.models import Activity, AgentSession, Handoff, Page, Project
 from tests.conftest import SEND, A, B
 from tests.mcp_raw import HANDSHAKE_VERSION
 
 pytestmark = pytest.mark.django_db
 
 EVIL = "https://evil.example"
+MCP_HEADERS = {"MCP-Protocol-Version": HANDSHAKE_VERSION}
 
 # Every write route with a body that would succeed, so a refusal is the guard's alone.
 WRITES: list[tuple[str, dict[str, Any]]] = [
@@ -24,25 +29,10 @@ WRITES: list[tuple[str, dict[str, Any]]] = [
     ("/api/v1/messages/pop", B),
     ("/api/v1/messages/cancel", {**A, "all": True}),
     ("/api/v1/sessions", {**A, "session_id": "sess-1", "agent": "claude"}),
+    ("/api/v1/handoffs", {**A, "body": "Done: export. Next: tests."}),
+    ("/api/v1/pages", {**A, "path": "notes/api", "body": "The export streams NDJSON."}),
 ]
-WRITE_IDS = ["send", "pop", "cancel", "session-start"]
-
-
-@pytest.fixture(autouse=True)
-def _stocked(project_a: Project, project_b: Project, client: Client) -> None:
-    """One pending message from A to B, so pop and cancel would change something."""
-    response = client.post("/api/v1/messages", SEND, content_type="application/json")
-    assert response.status_code == 201
-
-
-def _state() -> tuple[Any, ...]:
-    """Everything a write could change."""
-    return (
-        sorted(Message.objects.values_list("id", "state")),
-        Project.objects.count(),
-        AgentSession.objects.count(),
-        Activity.objects.count(),
-    )
+WRITE_IDS = ["send", "pop", "cancel", "session-start", "handoff-create", "page-write"]
 
 
 def _mcp_call(arguments: dict[str, Any], name: str = "memory_message_send") -> str:
@@ -55,20 +45,239 @@ def _mcp_call(arguments: dict[str, Any], name: str = "memory_message_send") -> s
     return json.dumps(body)
 
 
-MCP_HEADERS = {"MCP-Protocol-Version": HANDSHAKE_VERSION}
+@dataclass(frozen=True)
+class Route:
+    """One write route and a request to it that would succeed: a POST of ``payload`` as
+    JSON, or (``payload`` None) a GET of ``path`` with its query."""
+
+    name: str
+    path: str
+    payload: dict[str, Any] | None
+
+    def call(
+        self, client: Client, *, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> Any:
+        sent = {**(MCP_HEADERS if self.path == "/mcp" else {}), **(headers or {})}
+        if self.payload is None:
+            return client.get(self.path, headers=sent)
+        raw = json.dumps(self.payload).encode() if body is None else body
+        return client.generic("POST", self.path, raw, content_type="application/json", headers=sent)
+
+    def text(self) -> str:
+        """The body as text, for the encodings tests."""
+        assert self.payload is not None
+        return json.dumps(self.payload, ensure_ascii=False)
 
 
-@pytest.mark.parametrize(("path", "payload"), WRITES, ids=WRITE_IDS)
-def test_a_foreign_origin_cannot_write(client: Client, path: str, payload: dict[str, Any]) -> None:
+def _mcp_route(name: str, tool: str, arguments: dict[str, Any]) -> Route:
+    return Route(name, "/mcp", json.loads(_mcp_call(arguments, tool)))
+
+
+REST_ROUTES = [
+    Route(name, path, payload) for (path, payload), name in zip(WRITES, WRITE_IDS, strict=True)
+]
+MCP_ROUTES = [
+    _mcp_route("mcp-send", "memory_message_send", SEND),
+    _mcp_route("mcp-pop", "memory_message_pop", B),
+    _mcp_route("mcp-cancel", "memory_message_cancel", A),
+    _mcp_route("mcp-handoff-create", "memory_handoff_create", {**A, "body": "Done: x."}),
+    _mcp_route("mcp-page-write", "memory_write_page", {**A, "path": "notes", "body": "n"}),
+]
+HOOK_ROUTE = Route(
+    "hook-handoff", "/handoff?workspace=default&project=project-a&session_id=sess-0", None
+)
+BODY_ROUTES = [*REST_ROUTES, *MCP_ROUTES]
+ALL_ROUTES = [*BODY_ROUTES, HOOK_ROUTE]
+
+
+def _refusal_code(response: Any) -> str:
+    """The machine code of a refusal, whichever surface answered it."""
+    answer = response.json()
+    code: str = answer["error"]["data"]["code"] if "jsonrpc" in answer else answer["code"]
+    return code
+
+
+def _succeeded(route: Route, response: Any) -> bool:
+    if response.status_code not in (200, 201):
+        return False
+    return route.path != "/mcp" or response.json()["result"]["isError"] is False
+
+
+@pytest.fixture(autouse=True)
+def _stocked(project_a: Project, project_b: Project, client: Client) -> None:
+    """One pending message from A to B, so pop and cancel would change something, and
+    one open handoff in A, which a session start would claim."""
+    response = client.post("/api/v1/messages", SEND, content_type="application/json")
+    assert response.status_code == 201
+    session = {**A, "session_id": "sess-0"}
+    response = client.post("/api/v1/sessions", session, content_type="application/json")
+    assert response.status_code == 200
+    handoff = {**A, "body": "Done: the stock."}
+    response = client.post("/api/v1/handoffs", handoff, content_type="application/json")
+    assert response.status_code == 201
+
+
+def _state() -> tuple[Any, ...]:
+    """Everything a write could change."""
+    return (
+        sorted(Message.objects.values_list("id", "state")),
+        Project.objects.count(),
+        sorted(AgentSession.objects.values_list("session_id", "last_seen_at")),
+        Activity.objects.count(),
+        sorted(Handoff.objects.values_list("id", "state")),
+        sorted(Page.objects.values_list("path", "body")),
+    )
+
+
+# The server as a browser on this machine reaches it; a page on any other port, scheme or
+# name of the same machine is another origin (a local dev server serves anyone's script).
+HOST = "127.0.0.1:8000"
+OWN = "http://127.0.0.1:8000"
+OTHER_LOCAL_ORIGINS = [
+    "http://127.0.0.1:5173",
+    "http://127.0.0.1:8001",
+    "http://127.0.0.1",
+    "https://127.0.0.1:8000",
+    "http://localhost:8000",
+    "http://localhost:3000",
+    "http://[::1]:8000",
+    "http://app.localhost:8000",
+]
+
+
+@pytest.fixture
+def local() -> Client:
+    """A client reaching the server as ``http://127.0.0.1:8000``, as a local browser does."""
+    return Client(headers={"Host": HOST})
+
+
+@pytest.mark.parametrize("route", ALL_ROUTES, ids=lambda route: route.name)
+@pytest.mark.parametrize("origin", [EVIL, *OTHER_LOCAL_ORIGINS])
+def test_a_foreign_origin_cannot_write(local: Client, route: Route, origin: str) -> None:
     before = _state()
 
-    response = client.post(
-        path, json.dumps(payload), content_type="application/json", headers={"Origin": EVIL}
+    response = route.call(local, headers={"Origin": origin})
+
+    assert response.status_code == 403, response.content
+    assert _refusal_code(response) == "origin_not_allowed"
+    assert _state() == before
+
+
+@pytest.mark.parametrize("route", ALL_ROUTES, ids=lambda route: route.name)
+@pytest.mark.parametrize("origin", [OWN, "HTTP://127.0.0.1:8000", "http://127.0.0.1:8000/"])
+def test_the_servers_own_origin_may_write(local: Client, route: Route, origin: str) -> None:
+    before = _state()
+
+    response = route.call(local, headers={"Origin": origin})
+
+    assert _succeeded(route, response), response.content
+    if route.payload is not None:  # GET /handoff may have nothing left to claim
+        assert _state() != before
+
+
+@pytest.mark.parametrize(
+    ("host", "origin"),
+    [
+        ("testserver", "http://testserver"),
+        ("testserver", "http://TestServer:80"),
+        ("127.0.0.1", "http://127.0.0.1:80"),
+        ("127.0.0.1:80", "http://127.0.0.1"),
+        ("[::1]:8000", "http://[::1]:8000"),
+        ("localhost:8000", "http://LOCALHOST:8000"),
+    ],
+)
+def test_the_own_origin_is_its_scheme_host_and_port_whatever_the_spelling(
+    host: str, origin: str
+) -> None:
+    response = Client(headers={"Host": host}).post(
+        "/api/v1/messages/pop", B, content_type="application/json", headers={"Origin": origin}
+    )
+
+    assert response.status_code == 200, response.content
+
+
+def test_an_https_origin_is_the_servers_own_only_behind_tls(local: Client) -> None:
+    """Behind a TLS proxy (``X-Forwarded-Proto: https``) the own origin is https, and
+    the same page over plain http is another origin."""
+    proxied = Client(headers={"Host": HOST, "X-Forwarded-Proto": "https"})
+
+    def pop(client: Client, origin: str) -> int:
+        response = client.post(
+            "/api/v1/messages/pop", B, content_type="application/json", headers={"Origin": origin}
+        )
+        return response.status_code
+
+    assert pop(proxied, "https://127.0.0.1:8000") == 200
+    assert pop(proxied, OWN) == 403
+    assert pop(local, "https://127.0.0.1:8000") == 403
+
+
+@pytest.mark.parametrize("route", ALL_ROUTES, ids=lambda route: route.name)
+def test_an_origin_in_allowed_origins_may_write(
+    local: Client, settings: SettingsWrapper, route: Route
+) -> None:
+    settings.AI_MEMORY_ALLOWED_ORIGINS = ["http://localhost:5173", "https://tools.example"]
+    before = _state()
+
+    response = route.call(local, headers={"Origin": "https://tools.example"})
+
+    assert _succeeded(route, response), response.content
+    if route.payload is not None:
+        assert _state() != before
+
+
+@pytest.mark.parametrize(
+    ("listed", "origin", "allowed"),
+    [
+        ("http://localhost:5173", "http://localhost:5173", True),
+        ("HTTP://LocalHost:5173/", "http://localhost:5173", True),
+        ("https://app.example:443", "https://app.example", True),
+        ("http://app.example", "http://app.example:80", True),
+        ("http://[::1]:3000", "http://[::1]:3000", True),
+        ("http://localhost:5173", "http://localhost:5174", False),
+        ("http://localhost:5173", "https://localhost:5173", False),
+        ("https://app.example", "https://evil.app.example", False),
+    ],
+)
+def test_allowed_origins_are_compared_as_scheme_host_and_port(
+    local: Client, settings: SettingsWrapper, listed: str, origin: str, allowed: bool
+) -> None:
+    settings.AI_MEMORY_ALLOWED_ORIGINS = [listed]
+
+    response = local.post(
+        "/api/v1/messages/pop", B, content_type="application/json", headers={"Origin": origin}
+    )
+
+    assert response.status_code == (200 if allowed else 403), response.content
+
+
+@pytest.mark.parametrize("origin", ["null", "http://localhost.evil.example", "http://[::1", ""])
+def test_an_origin_that_names_no_page_of_ours_is_refused(local: Client, origin: str) -> None:
+    response = local.post(
+        "/api/v1/messages/pop", B, content_type="application/json", headers={"Origin": origin}
     )
 
     assert response.status_code == 403
-    assert response.json()["code"] == "origin_not_allowed"
-    assert _state() == before
+    assert _refusal_code(response) == "origin_not_allowed"
+
+
+def test_the_refusal_says_how_to_allow_an_origin(local: Client) -> None:
+    response = local.post(
+        "/api/v1/messages",
+        SEND,
+        content_type="application/json",
+        headers={"Origin": "http://127.0.0.1:5173"},
+    )
+
+    assert response.json() == {
+        "detail": (
+            "requests from origin 'http://127.0.0.1:5173' are refused: agents, the CLI and "
+            "MCP clients send no Origin, and a browser page may only call this server from "
+            "its own origin (http://127.0.0.1:8000) or from one listed in "
+            "AI_MEMORY_ALLOWED_ORIGINS"
+        ),
+        "code": "origin_not_allowed",
+    }
 
 
 @pytest.mark.parametrize(("path", "payload"), WRITES, ids=WRITE_IDS)
@@ -101,17 +310,6 @@ def test_the_evil_page_of_the_report_is_refused(client: Client) -> None:
     assert _state() == before
 
 
-@pytest.mark.parametrize(
-    "origin", ["http://127.0.0.1:8000", "http://localhost:5173", "http://testserver"]
-)
-def test_a_local_or_own_origin_may_write(client: Client, origin: str) -> None:
-    response = client.post(
-        "/api/v1/messages/pop", B, content_type="application/json", headers={"Origin": origin}
-    )
-
-    assert response.status_code == 200
-
-
 def test_json_with_a_charset_is_json(client: Client) -> None:
     response = client.post(
         "/api/v1/messages/pop", json.dumps(B), content_type="application/json; charset=utf-8"
@@ -142,6 +340,84 @@ def test_mcp_refuses_a_foreign_origin_and_a_body_that_is_not_json(client: Client
     assert plain.status_code == 415
     assert plain.json()["error"]["data"]["code"] == "unsupported_media_type"
     assert _state() == before
+
+
+# JSON as a client that is not careful about encodings may send it. Python's own
+# json.loads reads every one of these from bytes, and so did the server, once.
+ENCODINGS = {
+    "utf-16-le": lambda text: text.encode("utf-16-le"),
+    "utf-16-be": lambda text: text.encode("utf-16-be"),
+    "utf-16-le-bom": lambda text: codecs.BOM_UTF16_LE + text.encode("utf-16-le"),
+    "utf-16-be-bom": lambda text: codecs.BOM_UTF16_BE + text.encode("utf-16-be"),
+    "utf-32-le": lambda text: text.encode("utf-32-le"),
+    "utf-32-be": lambda text: text.encode("utf-32-be"),
+    "utf-32-le-bom": lambda text: codecs.BOM_UTF32_LE + text.encode("utf-32-le"),
+    "utf-32-be-bom": lambda text: codecs.BOM_UTF32_BE + text.encode("utf-32-be"),
+    "latin-1": lambda text: text.encode("latin-1"),
+}
+
+
+def _assert_invalid_text(response: Any) -> None:
+    assert response.status_code == 400, response.content
+    assert _refusal_code(response) == "invalid_text"
+    detail = response.json()["error"]["message"] if "jsonrpc" in response.json() else None
+    detail = detail or response.json()["detail"]
+    assert detail == (
+        "the request body is not UTF-8: send JSON encoded as UTF-8 (not UTF-16, UTF-32 or "
+        "another encoding); nothing was changed"
+    )
+
+
+@pytest.mark.parametrize("route", BODY_ROUTES, ids=lambda route: route.name)
+@pytest.mark.parametrize("encoding", [e for e in ENCODINGS if e != "latin-1"])
+def test_a_body_in_utf_16_or_utf_32_is_invalid_text_and_changes_nothing(
+    client: Client, route: Route, encoding: str
+) -> None:
+    before = _state()
+
+    response = route.call(client, body=ENCODINGS[encoding](route.text()))
+
+    _assert_invalid_text(response)
+    assert _state() == before
+
+
+@pytest.mark.parametrize("encoding", list(ENCODINGS))
+@pytest.mark.parametrize("route", [REST_ROUTES[0], MCP_ROUTES[0]], ids=["rest", "mcp"])
+def test_non_ascii_text_in_another_encoding_is_invalid_text(
+    client: Client, route: Route, encoding: str
+) -> None:
+    before = _state()
+    assert route.payload is not None
+    text = route.text().replace("streams NDJSON", "streams NDJSON (Grüße, café)")
+    text = text.replace("Add a /v1/export", "Add a /v1/export (señor)")
+
+    response = route.call(client, body=ENCODINGS[encoding](text))
+
+    _assert_invalid_text(response)
+    assert _state() == before
+
+
+@pytest.mark.parametrize("route", BODY_ROUTES, ids=lambda route: route.name)
+def test_a_nul_escape_behind_a_utf_8_bom_is_still_invalid_text(
+    client: Client, route: Route
+) -> None:
+    before = _state()
+    text = route.text().replace('"default"', '"def\\u0000ault"', 1)
+
+    response = route.call(client, body=codecs.BOM_UTF8 + text.encode())
+
+    assert response.status_code == 400, response.content
+    assert _refusal_code(response) == "invalid_text"
+    assert _state() == before
+
+
+def test_json_behind_a_utf_8_bom_is_utf_8_and_is_read(client: Client) -> None:
+    body = codecs.BOM_UTF8 + json.dumps({**SEND, "body": "café"}, ensure_ascii=False).encode()
+
+    response = client.post("/api/v1/messages", body, content_type="application/json")
+
+    assert response.status_code == 201, response.content
+    assert Message.objects.filter(body="café").exists()
 
 
 HOSTILE = ["nul\u0000here", "lone \ud800 surrogate", "\udfff"]
@@ -184,6 +460,17 @@ def test_an_encoded_surrogate_in_a_json_string_is_hostile_text(client: Client) -
     response = client.post(
         "/api/v1/messages", raw.encode("utf-8", "surrogatepass"), content_type="application/json"
     )
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_text"
+    assert _state() == before
+
+
+def test_a_raw_nul_byte_in_a_body_is_hostile_text(client: Client) -> None:
+    before = _state()
+    raw = json.dumps({**SEND, "body": "x"}).encode().replace(b'"x"', b'"\x00"', 1)
+
+    response = client.post("/api/v1/messages", raw, content_type="application/json")
 
     assert response.status_code == 400
     assert response.json()["code"] == "invalid_text"

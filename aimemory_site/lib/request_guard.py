@@ -3,12 +3,14 @@
 One rule, applied by ``RequestGuardMiddleware`` to ``/api/`` and ``/handoff`` and by the
 MCP view (in its own order: method, then these, then the bearer):
 
-- a present ``Origin`` that is neither loopback nor this server's own: 403
-  ``origin_not_allowed``, so no web page can write to (or read from) a local server;
+- a present ``Origin`` that is neither this server's own (the scheme, host and port the
+  request reached) nor listed in ``AI_MEMORY_ALLOWED_ORIGINS``: 403
+  ``origin_not_allowed``, so no web page, a page on another port of this machine
+  included, can write to (or read from) a local server;
 - a body that is not ``application/json`` (forms and ``text/plain`` included): 415
   ``unsupported_media_type``, which also keeps browsers' CORS-free "simple requests" out;
-- a NUL or a lone surrogate in the path, the query or any string of the body: 400
-  ``invalid_text``.
+- a body that is not UTF-8 (JSON in UTF-16 or UTF-32 included), or a NUL or a lone
+  surrogate in the path, the query or any string of the body: 400 ``invalid_text``.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from __future__ import annotations
 from django.http import HttpRequest
 
 from aimemory_site.lib.errors import AppError, BadRequest, Code, Forbidden, UnsupportedMediaType
-from aimemory_site.lib.origin import origin_allowed
-from aimemory_site.lib.text import json_body_invalid, text_invalid
+from aimemory_site.lib.origin import origin_allowed, own_origin
+from aimemory_site.lib.text import HOSTILE_TEXT, json_body_problem, text_invalid
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -47,12 +49,8 @@ def url_text_refusal(request: HttpRequest) -> AppError | None:
     return None
 
 
-def invalid_text() -> BadRequest:
-    return BadRequest(
-        "the request holds a NUL character or a lone surrogate, which no text here may "
-        "contain; nothing was changed",
-        code=Code.INVALID_TEXT,
-    )
+def invalid_text(problem: str = HOSTILE_TEXT) -> BadRequest:
+    return BadRequest(f"{problem}; nothing was changed", code=Code.INVALID_TEXT)
 
 
 def json_request_refusal(request: HttpRequest) -> AppError | None:
@@ -61,7 +59,8 @@ def json_request_refusal(request: HttpRequest) -> AppError | None:
         return Forbidden(
             f"requests from origin {request.headers['Origin'][:200]!r} are refused: agents, "
             "the CLI and MCP clients send no Origin, and a browser page may only call this "
-            "server from itself",
+            f"server from its own origin ({own_origin(request)}) or from one listed in "
+            "AI_MEMORY_ALLOWED_ORIGINS",
             code=Code.ORIGIN_NOT_ALLOWED,
         )
     if request.method in _BODY_METHODS:
@@ -75,6 +74,8 @@ def json_request_refusal(request: HttpRequest) -> AppError | None:
     refusal = url_text_refusal(request)
     if refusal is not None:
         return refusal
-    if request.method in _BODY_METHODS and json_body_invalid(request.body):
-        return invalid_text()
+    if request.method in _BODY_METHODS:
+        problem = json_body_problem(request.body)
+        if problem is not None:
+            return invalid_text(problem)
     return None

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from django.test import Client
+from pytest_django.fixtures import Settings as SettingsWrapper
 
 from tests.conftest import Persona
 from tests.mcp_raw import RawMcp, error_of
@@ -32,7 +33,20 @@ def test_the_trailing_slash_path_is_the_same_endpoint(handshake: RawMcp) -> None
 
 
 @pytest.mark.parametrize(
-    "origin", ["https://evil.example", "null", "http://localhost.evil.example", "http://[::1"]
+    "origin",
+    [
+        "https://evil.example",
+        "null",
+        "http://localhost.evil.example",
+        "http://[::1",
+        # Pages of this machine, but not of this server (Host "testserver", port 80).
+        "http://localhost:3000",
+        "http://127.0.0.1:8000",
+        "http://[::1]:8000",
+        "http://app.localhost",
+        "http://testserver:8080",
+        "https://testserver",
+    ],
 )
 def test_a_foreign_origin_is_refused_with_403(handshake: RawMcp, origin: str) -> None:
     response = handshake.post(PING, headers={"Origin": origin})
@@ -45,16 +59,20 @@ def test_a_foreign_origin_is_refused_with_403(handshake: RawMcp, origin: str) ->
 
 @pytest.mark.parametrize(
     "origin",
-    [
-        "http://localhost:3000",
-        "http://127.0.0.1:8000",
-        "http://[::1]:8000",
-        "http://app.localhost",
-        "http://testserver",  # the Host the Django test client sends
-    ],
+    # The Host the Django test client sends, however spelt.
+    ["http://testserver", "http://TESTSERVER", "http://testserver:80"],
 )
-def test_loopback_and_same_host_origins_are_accepted(handshake: RawMcp, origin: str) -> None:
+def test_the_servers_own_origin_is_accepted(handshake: RawMcp, origin: str) -> None:
     assert handshake.post(PING, headers={"Origin": origin}).status_code == 200
+
+
+def test_an_origin_in_allowed_origins_is_accepted(
+    handshake: RawMcp, settings: SettingsWrapper
+) -> None:
+    settings.AI_MEMORY_ALLOWED_ORIGINS = ["http://localhost:5173"]
+
+    assert handshake.post(PING, headers={"Origin": "http://localhost:5173"}).status_code == 200
+    assert handshake.post(PING, headers={"Origin": "http://localhost:5174"}).status_code == 403
 
 
 def test_without_a_bearer_an_auth_server_answers_401_without_an_oauth_challenge(
@@ -109,11 +127,33 @@ def test_oauth_discovery_paths_answer_a_json_404(client: Client, path: str) -> N
 
 
 def test_an_unparseable_body_is_a_parse_error(handshake: RawMcp) -> None:
-    for body in ("{not json", "", "\ud800"):
-        response = handshake.post(body.encode("utf-8", "surrogatepass"))
+    for body in ("{not json", ""):
+        response = handshake.post(body.encode())
         assert response.status_code == 400
         assert error_of(response)["code"] == -32700
         assert response.json()["id"] is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "\ud800".encode("utf-8", "surrogatepass"),
+        b"\xff\xfe",
+        PING.encode("utf-16"),
+        PING.encode("utf-32-be"),
+    ],
+    ids=["encoded-surrogate", "not-utf-8", "utf-16", "utf-32-be"],
+)
+def test_a_body_that_is_not_utf_8_is_invalid_text_before_it_is_parsed(
+    handshake: RawMcp, body: bytes
+) -> None:
+    response = handshake.post(body)
+
+    assert response.status_code == 400
+    error = error_of(response)
+    assert (error["code"], error["data"]) == (400, {"code": "invalid_text"})
+    assert error["message"].startswith("the request body is not UTF-8: send JSON encoded as UTF-8")
+    assert response.json()["id"] is None
 
 
 def test_a_json_array_is_an_invalid_request_not_a_batch(handshake: RawMcp) -> None:
