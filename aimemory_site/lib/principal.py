@@ -37,7 +37,10 @@ class Principal:
 
     @property
     def key(self) -> str:
-        """Who this caller is, as recorded on what it registers (its sessions).
+        """Who this caller is, as recorded on what it registers or must recognise as
+        its own again: its sessions, the idempotency keys of its sends and the request
+        ids of its pops (on an open project several users act as one project, so the
+        project alone does not say whose retry it is).
 
         One key per Django user, one for the root token and one for an anonymous server,
         which has a single principal.

@@ -359,8 +359,12 @@ def test_old_keys_and_request_ids_are_purged_by_the_command(api: ApiCall) -> Non
 
     call_command("purge_retry_ids", verbosity=0)
 
-    assert Message.objects.get(pk=old).idempotency_key is None
-    assert Message.objects.get(pk=fresh).idempotency_key == "fresh"
+    assert Message.objects.filter(pk=old).values_list(
+        "idempotency_key", "idempotency_principal"
+    ).get() == (None, None)
+    assert Message.objects.filter(pk=fresh).values_list(
+        "idempotency_key", "idempotency_principal"
+    ).get() == ("fresh", "anonymous")
     assert list(PopRequest.objects.values_list("request_id", flat=True)) == ["fresh-pop"]
 
 
