@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from aimemory_site.cli.client import AUTH_TOKEN_ENV, ApiClient, ClientError
+from aimemory_site.cli.client import AUTH_TOKEN_ENV, ISSUE_TOKEN_COMMAND, ApiClient, ClientError
 from aimemory_site.cli.errors import CliError
 from aimemory_site.cli.help_text import SubParsers, add_command
 from aimemory_site.cli.scope import resolve_scope
@@ -34,8 +34,6 @@ from aimemory_site.lib.agents import AGENT_KINDS, AGENT_OTHER
 from aimemory_site.lib.session_sources import SESSION_SOURCES
 
 SESSIONS_PATH = "/api/v1/sessions"
-# The machine code of the server's 401 answer.
-UNAUTHORIZED_CODE = "unauthorized"
 # A session start waits for this at most; an agent's start matters more than its notice.
 HOOK_TIMEOUT_SECONDS = 5.0
 # Where each harness keeps its transcripts, which is how the hook input tells them apart.
@@ -109,12 +107,13 @@ def session_payload(
 def token_problem(client: ApiClient) -> str:
     """The one stderr line for a 401: whether a token is missing or was refused."""
     where = f"ai-memory: the server at {client.base_url}"
+    fix = f"where the agent's hooks run (a token from {ISSUE_TOKEN_COMMAND})"
     if client.token:
         return (
             f"{where} refused the token in {AUTH_TOKEN_ENV} (401): it is unknown or revoked; "
-            "set a valid one where the agent's hooks run"
+            f"set a valid one {fix}"
         )
-    return f"{where} requires a token (401): set {AUTH_TOKEN_ENV} where the agent's hooks run"
+    return f"{where} requires a token (401): set {AUTH_TOKEN_ENV} {fix}"
 
 
 def _start_session(
@@ -128,7 +127,7 @@ def _start_session(
         payload = session_payload(hook_input, os.environ, agent)
         answer = client.post(SESSIONS_PATH, payload)
     except ClientError as failed:
-        if failed.code == UNAUTHORIZED_CODE:
+        if failed.status == 401:
             print(token_problem(client), file=sys.stderr)
         return None
     except CliError:

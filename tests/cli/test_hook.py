@@ -167,12 +167,13 @@ def test_hook_says_in_one_stderr_line_that_the_server_wants_a_token(
         expected = (
             f"ai-memory: the server at {live_server.url} refused the token in "
             "AI_MEMORY_AUTH_TOKEN (401): it is unknown or revoked; set a valid one where "
-            "the agent's hooks run\n"
+            "the agent's hooks run (a token from `ai-memory manage issue_token USER`)\n"
         )
     else:
         expected = (
             f"ai-memory: the server at {live_server.url} requires a token (401): set "
-            "AI_MEMORY_AUTH_TOKEN where the agent's hooks run\n"
+            "AI_MEMORY_AUTH_TOKEN where the agent's hooks run (a token from "
+            "`ai-memory manage issue_token USER`)\n"
         )
     assert (result.returncode, result.stdout, result.stderr) == (0, "", expected)
     assert not AgentSession.objects.exists()

@@ -145,7 +145,8 @@ def test_a_401_is_one_stderr_line_and_the_next_prompt_tries_again(
 
     expected = (
         f"ai-memory: the server at {live_server.url} requires a token (401): set "
-        "AI_MEMORY_AUTH_TOKEN where the agent's hooks run\n"
+        "AI_MEMORY_AUTH_TOKEN where the agent's hooks run (a token from "
+        "`ai-memory manage issue_token USER`)\n"
     )
     assert (result.returncode, result.stdout, result.stderr) == (0, "", expected)
     assert list((state_home / ANNOUNCED_DIRECTORY).iterdir()) == []
