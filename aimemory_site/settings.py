@@ -18,6 +18,12 @@ from django.core.exceptions import ImproperlyConfigured
 
 from aimemory_site.lib.binding import is_loopback
 from aimemory_site.lib.origin import allowed_origins_parse
+from aimemory_site.lib.server_location import (
+    SECRET_KEY_FILE_NAME,
+    data_dir,
+    database_url,
+    is_sqlite,
+)
 
 # Lets admin classes be written ModelAdmin[Model] for mypy at runtime too.
 django_stubs_ext.monkeypatch()
@@ -63,8 +69,10 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be a whole number, got {raw!r}") from None
 
 
-DATA_DIR = Path(env_str("AI_MEMORY_DATA_DIR", "./var")).resolve()
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+# Made when something is first kept there (the generated key below, or by `ai-memory
+# serve` and `ai-memory manage migrate`), not on every import: `ai-memory manage` run in
+# the wrong directory refuses without leaving an empty `var/` behind.
+DATA_DIR = data_dir()
 
 
 def _secret_key() -> str:
@@ -72,11 +80,12 @@ def _secret_key() -> str:
     given = env_str("SECRET_KEY")
     if given:
         return given
-    key_file = DATA_DIR / "secret_key"
+    key_file = DATA_DIR / SECRET_KEY_FILE_NAME
     try:
         return key_file.read_text().strip()
     except FileNotFoundError:
         key = secrets.token_urlsafe(50)
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
         # O_EXCL: when several processes start at once, the first writer wins and the
         # others read its key.
         try:
@@ -195,11 +204,10 @@ TEMPLATES = [
 
 
 def _database() -> dict[str, Any]:
-    url = env_str("DATABASE_URL", f"sqlite:///{DATA_DIR / 'ai-memory.sqlite3'}")
     # Persistent connections: opening one (and, on SQLite, its PRAGMAs) per request
     # costs more than most requests themselves.
-    db: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=60))
-    if db["ENGINE"] == "django.db.backends.sqlite3":
+    db: dict[str, Any] = dict(dj_database_url.parse(database_url(), conn_max_age=60))
+    if is_sqlite(db):
         # Django's backend, with writers queued on a lock file (see the module).
         db["ENGINE"] = "aimemory_site.backends.sqlite3"
         db["OPTIONS"] = {
@@ -252,6 +260,8 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 # Our own page (DESIGN.md section 14), answered with axes' default status 429.
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Not its "AXES: BEGIN ..." line at every start of every process and command.
+AXES_VERBOSE = False
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -261,7 +271,8 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [STATIC_SOURCE_DIR]
 STATIC_ROOT = DATA_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise expects it before the first collectstatic
+if DATA_DIR.is_dir():  # whitenoise expects it before the first collectstatic
+    STATIC_ROOT.mkdir(exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},

@@ -97,3 +97,42 @@ def test_ai_memory_manage_runs_them_with_the_server_settings(tmp_path: Path) -> 
     assert token.returncode == 0 and token.stdout.strip().startswith("aim_")
     assert missing.returncode == 1
     assert "no project 'acme/nothere'" in missing.stderr
+
+
+def _issue_token(*arguments: str) -> tuple[str, str]:
+    """``issue_token ARGUMENTS``: its stdout and its stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    call_command("issue_token", *arguments, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_the_first_user_token_says_that_clients_now_need_a_token() -> None:
+    """No root token and no user token yet: this token turns authentication on."""
+    key, warning = _issue_token("erin", "--create-user")
+
+    assert key.strip().startswith("aim_") and key.strip() == key.strip().split()[0]
+    assert key.count("\n") == 1  # the key alone on stdout, for `$(...)`
+    assert "Authentication is now on" in warning
+    assert "AI_MEMORY_AUTH_TOKEN" in warning
+    assert "Authorization: Bearer <key>" in warning
+    assert "--header" in warning
+
+
+def test_a_token_on_a_server_with_a_root_token_says_nothing_of_authentication(
+    auth_on: str,
+) -> None:
+    key, notice = _issue_token("erin", "--create-user")
+
+    assert key.strip().startswith("aim_")
+    assert "Authentication is now on" not in notice
+    assert "AI_MEMORY_AUTH_TOKEN" not in notice
+
+
+def test_a_token_when_users_already_hold_tokens_says_nothing_of_authentication(
+    alice: Persona,
+) -> None:
+    key, notice = _issue_token("erin", "--create-user")
+
+    assert key.strip().startswith("aim_")
+    assert "Authentication is now on" not in notice
+    assert "AI_MEMORY_AUTH_TOKEN" not in notice

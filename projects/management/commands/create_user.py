@@ -1,4 +1,4 @@
-"""``manage.py create_user USER [--superuser]``: a user for tokens, grants and the web."""
+"""``ai-memory manage create_user USER [--superuser]``: a user for tokens, grants and the web."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ class Command(BaseCommand):
     help = (
         f"Create a user. The password comes from {PASSWORD_ENV} (never from the command "
         "line, which other users of the machine can read); without it the user cannot sign "
-        "in to the web, but may hold API tokens. Example: manage.py create_user alice"
+        "in to the web, but may hold API tokens. Example: ai-memory manage create_user alice"
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -1,4 +1,4 @@
-"""``manage.py grant USER WS/PROJ read|write|none``: set or remove a user's grant."""
+"""``ai-memory manage grant USER WS/PROJ read|write|none``: set or remove a user's grant."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from projects.services import grant_set
 class Command(BaseCommand):
     help = (
         "Give a user read or write access to a restricted project, or take it away with "
-        "'none'. Example: manage.py grant bob acme/secretproj read"
+        "'none'. Example: ai-memory manage grant bob acme/secretproj read"
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -1,4 +1,4 @@
-"""``manage.py project_mode WS/PROJ open|restricted``: who may use a project."""
+"""``ai-memory manage project_mode WS/PROJ open|restricted``: who may use a project."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from projects.services import project_mode_set
 class Command(BaseCommand):
     help = (
         "Make a project open (every authenticated user reads and writes) or restricted "
-        "(root, its creator and grant holders). Example: manage.py project_mode acme/x restricted"
+        "(root, its creator and grant holders). Example: ai-memory manage project_mode acme/x restricted"
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -1,0 +1,65 @@
+"""Whether the server's database can be used, said in one line: for ``serve`` and
+``manage``, which a new user runs before anything else and where a traceback would hide
+the one thing to do (create the database, migrate it, or run in the server's directory).
+
+Import it after Django's settings are configured: it loads Django.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, OperationalError, connections
+from django.db.migrations.executor import MigrationExecutor
+
+from aimemory_site.cli.errors import CliError
+from aimemory_site.lib.server_location import (
+    describe_database,
+    is_postgresql,
+    is_sqlite,
+    postgresql_server,
+)
+
+FIRST_RUN = "run `ai-memory serve` or `ai-memory manage migrate` first"
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's own words, on one line, without psycopg's "connection failed:"."""
+    cause = exc.__cause__ or exc
+    first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+    return first.removeprefix("connection failed: ").strip()
+
+
+def require_database_opens(alias: str = DEFAULT_DB_ALIAS) -> None:
+    """Connect to the database (SQLite creates its file if its directory allows), or
+    raise CliError saying which database could not be opened and what to do."""
+    database = settings.DATABASES[alias]
+    try:
+        connections[alias].ensure_connection()
+    except OperationalError as exc:
+        reason = _reason(exc)
+        name = database["NAME"]
+        if is_postgresql(database) and f'database "{name}" does not exist' in reason:
+            raise CliError(
+                f"PostgreSQL database {name} does not exist on "
+                f"{postgresql_server(database)}: create it there first: createdb {name}"
+            ) from None
+        if is_sqlite(database):
+            raise CliError(
+                f"cannot open the SQLite database {name}: {reason} (its directory must "
+                "exist and be writable)"
+            ) from None
+        raise CliError(
+            f"cannot open the database {describe_database(database)}: {reason}"
+        ) from None
+
+
+def require_migrated(alias: str = DEFAULT_DB_ALIAS) -> None:
+    """Raise CliError when the database has migrations still to apply (a new empty
+    database included). Precondition: it opens (require_database_opens)."""
+    executor = MigrationExecutor(connections[alias])
+    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if pending:
+        raise CliError(
+            f"the database {describe_database(settings.DATABASES[alias])} is not migrated "
+            f"({len(pending)} migrations to apply): {FIRST_RUN}"
+        )
