@@ -9,7 +9,9 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -18,16 +20,17 @@ from tests.servers import (
     children,
     free_port,
     fresh_postgres_database,
+    serving,
     wait_for_workers,
     wait_healthy,
 )
 
 
 def _serve(data_dir: Path, *args: str, **env: str) -> subprocess.Popen[bytes]:
-    full_env = {**os.environ, "AI_MEMORY_DATA_DIR": str(data_dir), **env}
-    full_env.pop("AI_MEMORY_ROOT_TOKEN", None)
-    if "DATABASE_URL" not in env:
-        full_env.pop("DATABASE_URL", None)  # the default: SQLite under the data dir
+    full_env = {**os.environ, "AI_MEMORY_DATA_DIR": str(data_dir)}
+    full_env.pop("AI_MEMORY_ROOT_TOKEN", None)  # anonymous unless given
+    full_env.pop("DATABASE_URL", None)  # unless given, SQLite under the data dir
+    full_env.update(env)
     return subprocess.Popen(
         [sys.executable, "-m", "aimemory_site.cli.main", "serve", *args],
         env=full_env,
@@ -52,6 +55,133 @@ def test_serve_answers_healthz_from_a_fresh_data_dir(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+def _serve_until_exit(data_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """``ai-memory serve`` that is expected to refuse: its exit code, stdout and stderr."""
+    full_env = {**os.environ, "AI_MEMORY_DATA_DIR": str(data_dir), **env}
+    full_env.pop("AI_MEMORY_ROOT_TOKEN", None)
+    if "DATABASE_URL" not in env:
+        full_env.pop("DATABASE_URL", None)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aimemory_site.cli.main",
+            "serve",
+            "--bind",
+            f"127.0.0.1:{free_port()}",
+        ],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _start_line(data_dir: Path, **env: str) -> str:
+    """The first line ``ai-memory serve`` prints, read before its gunicorn is stopped."""
+    port = free_port()
+    proc = _serve(data_dir, "--bind", f"127.0.0.1:{port}", "--workers", "1", **env)
+    try:
+        assert proc.stdout is not None
+        return proc.stdout.readline().decode()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+def _manage(data_dir: Path, *arguments: str) -> None:
+    env = {**os.environ, "AI_MEMORY_DATA_DIR": str(data_dir)}
+    env.pop("DATABASE_URL", None)
+    subprocess.run(
+        [sys.executable, "-m", "aimemory_site.cli.main", "manage", *arguments],
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+
+
+@pytest.mark.slow
+def test_serve_first_says_its_url_database_data_dir_and_auth_mode(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    with serving(data_dir, database_prefix="aimemory_start_line") as (port, _):
+        line = (data_dir / "server.log").read_text().splitlines()[0]
+        database_url = os.environ.get("DATABASE_URL", "")
+
+    assert line.startswith("ai-memory: serving ")
+    assert f"http://127.0.0.1:{port}/" in line
+    if database_url.startswith("postgres"):
+        server = urlsplit(database_url)
+        assert "PostgreSQL aimemory_start_line_" in line
+        assert f"on {server.hostname}:{server.port or 5432}" in line
+        if server.password:
+            assert server.password not in line
+    else:
+        assert f"SQLite {data_dir / 'ai-memory.sqlite3'}" in line
+    assert f"data dir {data_dir}" in line
+    assert line.endswith("auth: anonymous (no root token, no user tokens)")
+
+
+@pytest.mark.slow
+def test_the_start_line_says_a_root_token_or_how_many_users_hold_tokens(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    _manage(data_dir, "migrate", "--verbosity", "0")
+    _manage(data_dir, "issue_token", "alice", "--create-user")
+    _manage(data_dir, "issue_token", "alice", "--name", "second laptop")
+    _manage(data_dir, "issue_token", "bob", "--create-user")
+
+    by_users = _start_line(data_dir)
+    by_root = _start_line(data_dir, AI_MEMORY_ROOT_TOKEN="a-root-token-of-enough-length")
+
+    assert by_users.rstrip().endswith("auth: 2 users with tokens")
+    assert by_root.rstrip().endswith("auth: root token, 2 users with tokens")
+    assert "a-root-token" not in by_root
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+    reason="needs the PostgreSQL server of DATABASE_URL (the suite's PostgreSQL run)",
+)
+def test_a_missing_postgresql_database_is_one_line_naming_createdb(tmp_path: Path) -> None:
+    server = urlsplit(os.environ["DATABASE_URL"])
+    name = f"aimemory_missing_{uuid.uuid4().hex[:12]}"
+
+    refused = _serve_until_exit(
+        tmp_path / "data", DATABASE_URL=urlunsplit(server._replace(path=f"/{name}"))
+    )
+
+    assert refused.returncode == 1
+    assert refused.stdout == ""
+    [line] = refused.stderr.splitlines()
+    assert f"PostgreSQL database {name} does not exist on {server.hostname}:" in line
+    assert f"createdb {name}" in line
+
+
+@pytest.mark.slow
+def test_an_sqlite_file_it_cannot_open_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    database = tmp_path / "a-file" / "ai-memory.sqlite3"
+
+    refused = _serve_until_exit(tmp_path / "data", DATABASE_URL=f"sqlite:///{database}")
+
+    assert refused.returncode == 1
+    [line] = refused.stderr.splitlines()
+    assert f"cannot open the SQLite database {database}" in line
+
+
+@pytest.mark.slow
+def test_a_data_dir_it_cannot_create_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+
+    refused = _serve_until_exit(tmp_path / "a-file" / "data")
+
+    assert refused.returncode == 1
+    [line] = refused.stderr.splitlines()
+    assert f"cannot create the data dir {tmp_path / 'a-file' / 'data'}" in line
 
 
 @pytest.mark.slow

@@ -7,8 +7,10 @@ import io
 import os
 import sys
 
+from aimemory_site.cli.errors import CliError
 from aimemory_site.cli.help_text import SubParsers, add_command
 from aimemory_site.lib.binding import is_loopback
+from aimemory_site.lib.server_location import bind_url, data_dir, describe_database
 
 
 def add_parser(subparsers: SubParsers) -> None:
@@ -22,7 +24,11 @@ def add_parser(subparsers: SubParsers) -> None:
             "PostgreSQL two per core plus one of 4 threads each, up to 8 processes. An "
             "anonymous server "
             "(no AI_MEMORY_ROOT_TOKEN, no user tokens) refuses a non-loopback address unless "
-            "AI_MEMORY_ALLOW_ANONYMOUS=1."
+            "AI_MEMORY_ALLOW_ANONYMOUS=1.",
+            "Its first line says the URL, the database, the data dir and who may call. The "
+            "database is DATABASE_URL, else a SQLite file in AI_MEMORY_DATA_DIR (default "
+            "./var of the working directory); a PostgreSQL database must be created first "
+            "(createdb NAME).",
         ],
         examples=["ai-memory serve", "ai-memory serve --bind 127.0.0.1:8000"],
     )
@@ -42,6 +48,13 @@ def run(args: argparse.Namespace) -> int:
     if args.bind:
         # Settings derive ALLOWED_HOSTS from the bind address; gunicorn's workers inherit it.
         os.environ["AI_MEMORY_BIND"] = args.bind
+    directory = data_dir()
+    try:
+        # Here, not in the settings: they are also read by `ai-memory manage`, which must
+        # not leave a data dir where it was run by mistake.
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot create the data dir {directory}: {exc.strerror}") from None
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aimemory_site.settings")
     import django
     from django.conf import settings
@@ -61,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
     except SystemCheckError as exc:
         print(f"ai-memory: refusing to serve: {exc}", file=sys.stderr)
         return 2
+    from aimemory_site.cli.database import require_database_opens
+
+    require_database_opens()
     _migrate()
     call_command("collectstatic", interactive=False, verbosity=0)
     if not is_loopback(bind) and not auth_enabled() and not settings.AI_MEMORY_ALLOW_ANONYMOUS:
@@ -74,6 +90,12 @@ def run(args: argparse.Namespace) -> int:
     from messaging.services import retry_ids_purge
 
     retry_ids_purge()
+    print(
+        f"ai-memory: serving {bind_url(bind)}; "
+        f"database {describe_database(settings.DATABASES['default'])}; "
+        f"data dir {settings.DATA_DIR}; auth: {_auth_mode()}",
+        flush=True,
+    )
 
     sqlite = settings.DATABASES["default"]["ENGINE"].endswith("sqlite3")
     cores = os.cpu_count() or 1
@@ -121,6 +143,25 @@ def run(args: argparse.Namespace) -> int:
     sys.argv = argv
     gunicorn_run()
     return 0
+
+
+def _auth_mode() -> str:
+    """Who may call, for the start line: the root token and how many users hold a live
+    token, or anonymous. Precondition: the database is migrated."""
+    from django.conf import settings
+
+    from projects.auth import auth_enabled
+    from projects.models import ApiToken
+
+    holders = ApiToken.objects.filter(revoked_at__isnull=True).values("user").distinct().count()
+    modes = ["root token"] if settings.AI_MEMORY_ROOT_TOKEN else []
+    if holders:
+        modes.append("1 user with a token" if holders == 1 else f"{holders} users with tokens")
+    if modes:
+        return ", ".join(modes)
+    if auth_enabled():  # revoking the last token does not reopen the server
+        return "on, every user token revoked"
+    return "anonymous (no root token, no user tokens)"
 
 
 # Any constant: the advisory lock every server on one PostgreSQL database migrates under.
