@@ -91,6 +91,8 @@ def test_a_decision_lists_with_its_fields_and_a_popped_reply_carries_its_answer(
         "question_id": question_id,
         "option": "merge",
         "comment": "Go: CI is green.",
+        "accepted": True,
+        "refusal": None,
     }
 
 
