@@ -105,7 +105,7 @@ class MailboxRow:
     id: UUID  # a pending question links to its answer page with it
     subject: str  # empty when the sender gave none
     sender: ProjectName | None  # None when the viewer may not read the sending project
-    snippet: str
+    snippet: str  # of the body; of a question's details (empty when none)
     created_at: datetime
     in_reply_to: UUID | None = None  # the message this one answers, when it says
     # The decision convention's question (DESIGN.md section 12), read at send: untrusted
@@ -231,6 +231,14 @@ def snippet(body: str) -> str:
     return line[:SNIPPET_CHARS] + "…"
 
 
+def _row_snippet(message: Message) -> str:
+    """A message's snippet; for a question, its details: its body is the question, the
+    options and the rest as YAML, which the row already shows parsed."""
+    if message.decision is not None:
+        return snippet(message.decision.get("details") or "")
+    return snippet(message.body)
+
+
 def project_page(principal: Principal, workspace: str | None, project: str | None) -> ProjectPage:
     """The Mailbox, Pages and Recent Activity of the named project, as ``principal`` may see them.
 
@@ -268,7 +276,7 @@ def project_page(principal: Principal, workspace: str | None, project: str | Non
             id=message.pk,
             subject=message.subject,
             sender=_name_of(message.from_project) if message.from_project_id in readable else None,
-            snippet=snippet(message.body),
+            snippet=_row_snippet(message),
             created_at=message.created_at,
             in_reply_to=message.in_reply_to,
             decision=message.decision,

@@ -14,9 +14,11 @@ from playwright.sync_api import Browser, Page, expect
 from pytest_django.live_server_helper import LiveServer
 
 from aimemory_site.lib.principal import Principal
+from messaging.answers import decision_answer
 from messaging.decisions import decision_body_write, decision_subject
 from messaging.models import Message
-from messaging.services import message_send
+from messaging.services import message_cancel, message_pop, message_send
+from projects.models import Grant, Project
 from tests.conftest import Persona, make_project
 from tests.webui.conftest import needs_chromium
 
@@ -160,3 +162,111 @@ def test_the_answer_page_fits_a_phone_screen(
     shoot(page, "web-decision-phone-light")
     page.emulate_media(color_scheme="dark")
     shoot(page, "web-decision-phone-dark")
+
+
+def sign_in(page: Page, live_server: LiveServer, name: str) -> None:
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill(name)
+    page.get_by_label("Password").fill(f"{name}-password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+
+
+@pytest.fixture
+def root_question(question: Message) -> Message:
+    """A second question in the mailbox, one that requires root."""
+    return message_send(
+        principal=Principal.root(),
+        to_workspace="default",
+        to_project="operator",
+        from_workspace="default",
+        from_project="orchestrator",
+        subject=decision_subject("Merge the release?"),
+        body=decision_body_write(
+            "Merge the release branch now that CI is green?",
+            [{"id": "merge", "label": "Merge now"}, {"id": "hold", "label": "Hold it"}],
+            requires_root=True,
+            reply_project="default/orchestrator",
+        ),
+    ).message
+
+
+def test_the_mailbox_shows_each_question_once(
+    root_question: Message, live_server: LiveServer, browser: Browser
+) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    sign_in(page, live_server, "alice")
+    page.goto(f"{live_server.url}/web/w/default/operator/")
+    mailbox = page.get_by_role("region", name="Mailbox")
+    first, second = mailbox.locator(".message").all()
+
+    expect(first.locator(".message__subject")).to_have_text(
+        "Accept the known-flake exception on the export test?"
+    )
+    expect(first.get_by_text("Accept the known-flake exception", exact=False)).to_have_count(1)
+    expect(first).not_to_contain_text("Accept the known-flake exception?")  # the subject
+    expect(first).not_to_contain_text("reply_project")  # the raw body
+    expect(first.locator(".decision__options li").first).to_have_text(
+        "accept Accept the exception (recommended)"
+    )
+    expect(first.locator(".message__snippet")).to_have_text(
+        "Failed once in forty CI runs. The flake is timed in the export suite."
+    )
+    expect(first.locator(".badge--root")).to_have_count(0)
+    expect(second.locator(".message__subject")).to_have_text(
+        "Merge the release branch now that CI is green? requires root"
+    )
+    expect(second).not_to_contain_text("Merge the release?")
+    expect(second.locator(".decision__options li")).to_have_text(
+        ["merge Merge now", "hold Hold it"]
+    )
+    expect(second.get_by_role("link", name="Answer this question")).to_have_attribute(
+        "href", f"/web/w/default/operator/decisions/{root_question.pk}/"
+    )
+    shoot(page, "web-mailbox-decisions")
+
+
+@pytest.fixture
+def taken(question: Message, alice: Persona, bob: Persona) -> Message:
+    """alice answered the question, and the asker took the answer as ``decision wait``
+    does: popped the reply and cancelled the question. bob reads the mailbox."""
+    operator = Project.objects.get(workspace__name="default", name="operator")
+    Grant.objects.create(user=bob.user, project=operator, level=Grant.Level.READ)
+    reply = decision_answer(
+        principal=alice.principal,
+        workspace="default",
+        project="operator",
+        question_id=question.pk,
+        option="reject",
+        comment="Stabilise it first.",
+    ).message
+    root = Principal.root()
+    message_pop(principal=root, workspace="default", project="orchestrator", message_id=reply.pk)
+    message_cancel(
+        principal=root, workspace="default", project="orchestrator", message_id=question.pk
+    )
+    return reply
+
+
+def test_a_taken_answer_shows_what_was_answered_and_by_whom(
+    taken: Message, question: Message, charlie: Persona, live_server: LiveServer, browser: Browser
+) -> None:
+    path = f"/web/w/default/operator/decisions/{question.pk}/"
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    sign_in(page, live_server, "bob")
+    response = page.goto(f"{live_server.url}{path}")
+
+    assert response is not None and response.status == 200
+    outcome = page.locator("#decision-answered")
+    expect(outcome.locator(".notice__title")).to_have_text("answered: reject")
+    expect(page.locator("#decision-answered-by")).to_have_text("by alice from default/operator")
+    expect(page.locator("#decision-reply-id")).to_have_text(str(taken.pk))
+    expect(page.locator("#decision-form")).to_have_count(0)
+    shoot(page, "web-decision-taken")
+
+    other = browser.new_page()
+    sign_in(other, live_server, "charlie")
+    refused = other.goto(f"{live_server.url}{path}")
+    assert refused is not None and refused.status == 404
+    expect(other.locator("body")).not_to_contain_text("Accept the known-flake exception")
+    expect(other.locator("body")).not_to_contain_text("reject")

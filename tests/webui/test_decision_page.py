@@ -239,6 +239,8 @@ def test_the_reply_carries_in_reply_to_and_the_user_and_the_question_stays_pendi
         "question_id": str(question.pk),
         "option": "accept",
         "comment": "one\ntwo",
+        "accepted": True,
+        "refusal": None,
     }
     question.refresh_from_db()
     assert question.state == Message.State.PENDING
@@ -530,7 +532,100 @@ def test_the_outcome_still_shows_after_the_asker_cancelled_the_question(
     html = page(client, landing)
     assert text_of(element(html, "decision-answered")).startswith("answered: accept")
     assert not has_form(html)
+    # Without the landing's reply id too: an accepted answer exists.
+    assert text_of(element(page(client, url(question)), "decision-answered")).startswith(
+        "answered: accept by alice from default/operator"
+    )
+
+
+# A question whose answer was taken ------------------------------------------------------
+
+
+def answer_by(principal: Principal, question: Message, option: str, comment: str = "") -> Message:
+    """A reply sent from the mailbox to the asker as ``principal``, as the CLI sends it."""
+    return message_send(
+        principal=principal,
+        to_workspace="default",
+        to_project="orchestrator",
+        from_workspace="default",
+        from_project="operator",
+        subject=f"decision-reply: {question.pk}",
+        body=f"question_id: {question.pk}\noption: {option}\ncomment: {comment}",
+    ).message
+
+
+def take(reply: Message, question: Message) -> None:
+    """What ``ai-memory decision wait`` does: pop the reply, cancel the question."""
+    message_pop(principal=ROOT, workspace="default", project="orchestrator", message_id=reply.pk)
+    message_cancel(
+        principal=ROOT, workspace="default", project="orchestrator", message_id=question.pk
+    )
+
+
+def test_a_taken_answer_shows_the_option_and_who_answered_to_a_reader(
+    client: Client, mailbox: Project, alice: Persona, bob: Persona
+) -> None:
+    question = ask()
+    reply = answer_by(alice.principal, question, "reject", "Not yet.")
+    take(reply, question)
+
+    html = page(signed_in(client, bob), url(question))
+
+    outcome = text_of(element(html, "decision-answered"))
+    assert outcome.startswith("answered: reject by alice from default/operator")
+    assert f"Reply {reply.pk} is claimed; the question is cancelled" in outcome
+    assert text_of(element(html, "decision-question")) == QUESTION
+    assert not has_form(html) and 'id="decision-refusal"' not in html
+
+
+def test_a_taken_answer_is_still_a_404_to_a_viewer_who_may_not_read_the_mailbox(
+    client: Client, mailbox: Project, alice: Persona, charlie: Persona
+) -> None:
+    question = ask()
+    take(answer_by(alice.principal, question, "reject"), question)
+
+    response = signed_in(client, charlie).get(url(question))
+
+    assert response.status_code == 404
+    assert NOT_FOUND in response.content.decode()
+    assert QUESTION not in response.content.decode()
+
+
+def test_only_an_accepted_reply_counts_as_answered(
+    client: Client, mailbox: Project, alice: Persona, bob: Persona
+) -> None:
+    question = ask(requires_root=True)
+    Grant.objects.filter(user=bob.user, project=mailbox).update(level=Grant.Level.WRITE)
+    forged = answer_by(bob.principal, question, "accept")  # bob is not root
+    unknown = answer_by(ROOT, question, "maybe")
+    signed_in(client, alice)
+    pending = page(client, url(question))
+    take(forged, question)
+
+    # Pending: the refused replies are listed as not taken, and no second answer is asked
+    # to be confirmed.
+    earlier = text_of(element(pending, "decision-earlier"))
+    assert "maybe" in earlier and "not taken: option 'maybe' is not one" in earlier
+    assert "not taken: the question requires root" in earlier
+    assert 'id="decision-again-notice"' not in pending
+    # Taken and withdrawn, but with no accepted answer: nothing to show.
     assert client.get(url(question)).status_code == 404
+    assert client.get(f"{url(question)}?answered={unknown.pk}").status_code == 404
+
+
+def test_an_answer_page_refuses_a_question_whose_reply_project_is_not_the_asker(
+    client: Client, mailbox: Project, alice: Persona
+) -> None:
+    make_project(alice, "default", "bystander", restricted=True)
+    question = ask(reply_project="default/bystander")
+
+    html = page(signed_in(client, alice), url(question))
+    response = post(client, question)
+
+    assert "reply_project default/bystander is not the project that asked it" in refusal(html)
+    assert not has_form(html)
+    assert response.status_code == 400
+    assert replies() == []
 
 
 # Queries -------------------------------------------------------------------------------

@@ -237,11 +237,34 @@ def test_a_pending_decision_shows_its_question_options_and_root_mark(
     page = client.get("/web/w/default/project-b/").content.decode()
 
     assert (
-        '<p class="decision__question">Merge the release branch? <span class="badge badge--root">requires root</span></p>'
-        in page
-    )
+        '<h3 class="message__subject decision__question">Merge the release branch? '
+        '<span class="badge badge--root">requires root</span></h3>'
+    ) in page
     assert (
         '<code>merge</code> Merge now <span class="decision__recommended">(recommended)</span>'
         in page
     )
     assert "Wait for &lt;b&gt;QA&lt;/b&gt;" in page
+
+
+def test_a_pending_decision_shows_its_question_once(
+    client: Client, project_a: Project, project_b: Project
+) -> None:
+    body = decision_body_write(
+        "Merge the release branch now that CI is green?",
+        [{"id": "merge", "label": "Merge now", "recommended": True}, {"id": "wait"}],
+        requires_root=False,
+        reply_project="default/project-a",
+        details="QA signed off yesterday.\nThe changelog is written.",
+    )
+    deliver("default/project-b", "default/project-a", body, subject="decision: Merge the release?")
+
+    mailbox = text_of(section(page(client, "/web/w/default/project-b/"), "mailbox-heading"))
+
+    assert mailbox.count("Merge the release branch now that CI is green?") == 1
+    assert "Merge the release?" not in mailbox  # the subject's short form
+    assert "reply_project" not in mailbox and "options:" not in mailbox  # the raw body
+    assert "decision from default/project-a" in mailbox
+    assert "merge Merge now (recommended) wait wait" in mailbox
+    assert "QA signed off yesterday. The changelog is written." in mailbox
+    assert "requires root" not in mailbox
