@@ -274,3 +274,66 @@ def test_a_malformed_chunked_body_gets_a_400_json_and_a_close(server: Server) ->
         assert conn.closed_by_server()
     finally:
         conn.close()
+
+
+def _inbox_text(server: Server) -> str:
+    """The recipient's pending messages, as the JSON text of the list."""
+    scope = f"workspace={SEND['to_workspace']}&project={SEND['to_project']}"
+    answer = server.call("GET", f"/api/v1/messages?{scope}&limit=200")
+    assert answer.status == 200, answer.body
+    return json.dumps(answer.json())
+
+
+@pytest.mark.parametrize("path", ["/api/v1/messages", "/mcp"])
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32", "utf-32-le"])
+@pytest.mark.parametrize("framing", ["length", "chunked"])
+def test_a_body_that_is_not_utf_8_is_invalid_text_and_stores_nothing(
+    server: Server, path: str, encoding: str, framing: str
+) -> None:
+    marker = f"not utf-8 {uuid.uuid4()}"
+    message = {**SEND, "subject": marker, "body": marker}
+    if path == "/mcp":
+        params = {"name": "memory_message_send", "arguments": message}
+        payload: dict[str, Any] = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": params,
+        }
+    else:
+        payload = message
+    body = json.dumps(payload).encode(encoding)
+    conn = server.connect()
+    try:
+        if framing == "chunked":
+            headers = json_headers(path, **{"Transfer-Encoding": "chunked"})
+            conn.send(conn.head("POST", path, headers) + chunked(body, piece=100))
+        else:
+            headers = json_headers(path, **{"Content-Length": str(len(body))})
+            conn.send(conn.head("POST", path, headers) + body)
+        answer = conn.answer()
+    finally:
+        conn.close()
+
+    assert answer.status == 400, answer.body
+    refusal = answer.json()
+    code = refusal["error"]["data"]["code"] if path == "/mcp" else refusal["code"]
+    assert code == "invalid_text"
+    assert marker not in _inbox_text(server)
+
+
+def test_a_page_on_another_port_of_the_host_cannot_send(server: Server) -> None:
+    """gunicorn's Host carries the port: the same address on the next port is foreign."""
+    marker = f"from another port {uuid.uuid4()}"
+    message = {**SEND, "body": marker}
+
+    foreign = server.call(
+        "POST", "/api/v1/messages", message, Origin=f"http://127.0.0.1:{server.port + 1}"
+    )
+    own = server.call("POST", "/api/v1/messages", message, Origin=f"http://127.0.0.1:{server.port}")
+
+    assert foreign.status == 403
+    assert foreign.json()["code"] == "origin_not_allowed"
+    assert own.status == 201, own.body
+    assert server.popped_body(own.json()["message_id"]) == marker
+    assert marker not in _inbox_text(server)
