@@ -15,6 +15,7 @@ from messaging.decisions import (
     decision_reply_write,
     decision_subject,
 )
+from messaging.models import Message
 from projects.models import Grant, Project
 from tests.conftest import SEND, A, ApiCall, B, Persona, make_project
 from tests.decision_examples import MERGE_BODY, MERGE_DECISION, MERGE_SUBJECT
@@ -573,3 +574,34 @@ def test_a_reply_naming_no_uuid_or_an_ordinary_message_is_not_accepted(
         "question_id not-a-uuid names no decision question that default/project-a sent to "
         "default/project-b"
     )
+
+
+def test_a_reply_stored_before_replies_were_judged_is_not_accepted(
+    api: ApiCall, project_a: Project, project_b: Project
+) -> None:
+    question_id = api(
+        "post", "/api/v1/messages", {**SEND, "subject": MERGE_SUBJECT, "body": MERGE_BODY}
+    )[1]["message_id"]
+    reply = {
+        **SEND,
+        "to_project": "project-a",
+        "from_project": "project-b",
+        "subject": decision_reply_subject(question_id),
+        "body": decision_reply_write(question_id, "merge"),
+    }
+    reply_id = api("post", "/api/v1/messages", reply)[1]["message_id"]
+    # As a server before this rule stored it: what the body says, and no verdict.
+    Message.objects.filter(pk=reply_id).update(
+        decision_reply={"question_id": question_id, "option": "merge", "comment": ""}
+    )
+
+    [row] = api("get", "/api/v1/messages", A)[1]["messages"]
+
+    assert row["decision_reply"] == {
+        "question_id": question_id,
+        "option": "merge",
+        "comment": "",
+        "accepted": False,
+        "refusal": "this reply was sent before the server checked who may answer, so it is "
+        "not taken.",
+    }
