@@ -12,16 +12,52 @@ import io
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from aimemory_site.cli import decision, hook, init, knowledge, manage, messages, serve
+from aimemory_site.cli import (
+    brief,
+    completion,
+    decision,
+    hook,
+    init,
+    knowledge,
+    manage,
+    messages,
+    serve,
+)
 from aimemory_site.cli.client import AUTH_TOKEN_ENV, DEFAULT_SERVER_URL, SERVER_URL_ENV
 from aimemory_site.cli.errors import CliError, UsageError
 from aimemory_site.cli.help_text import describe
 from aimemory_site.cli.parsing import CommandParser
 
 USAGE_EXIT_CODE = 2
+DISTRIBUTION_NAME = "ai-memory-server"
 # The exit status of a process stopped by Ctrl-C, as shells report it.
 INTERRUPTED_EXIT_CODE = 130
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the installed package's version. Looked up only when asked for, as
+    reading package metadata would slow every hook's start."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version(DISTRIBUTION_NAME)
+        except importlib.metadata.PackageNotFoundError:
+            version = "(not installed as a package)"
+        print(f"{parser.prog} {version}")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,19 +85,20 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(
-        dest="command",
-        metavar="{serve,manage,message,decision,handoff,page,hook,init}",
-        required=True,
-    )
+    parser.add_argument("--version", action=_VersionAction)
+    commands = parser.add_subparsers(dest="command", required=True)
     serve.add_parser(commands)
     commands.choices["serve"].set_defaults(handler=serve.run)
     manage.add_parser(commands)
     messages.add_parser(commands)
     decision.add_parser(commands)
     knowledge.add_parsers(commands)
+    brief.add_parser(commands)
     hook.add_parser(commands)
     init.add_parser(commands)
+    completion.add_parser(commands, parser)
+    # The usage line names every command, in the order above.
+    commands.metavar = "{" + ",".join(commands.choices) + "}"
     return parser
 
 
