@@ -1,9 +1,9 @@
 """The HTTP edge of MCP: ``POST /mcp`` and the OAuth discovery paths clients probe.
 
 Order of checks: method (405), then the request guard every machine surface shares
-(Origin 403, media type 415, NUL or lone surrogate 400), then the bearer (401); the
-body-size limit (413) is enforced earlier by ``RequestSizeLimitMiddleware``. Only then
-is the body parsed.
+(Origin 403, media type 415, a body that is not UTF-8 or a NUL or lone surrogate 400
+``invalid_text``), then the bearer (401); the body-size limit (413) is enforced earlier
+by ``RequestSizeLimitMiddleware``. Only then is the body parsed.
 """
 
 from __future__ import annotations
