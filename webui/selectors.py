@@ -20,6 +20,7 @@ from django.urls import reverse
 from aimemory_site.lib.limits import LIST_LIMIT_MAX
 from aimemory_site.lib.principal import Principal
 from messaging.models import Message
+from messaging.payloads import decision_reply_payload
 from messaging.selectors import message_pending_count, pending_count_expression
 from projects.access import readable_projects
 from projects.models import Activity, Page, Project
@@ -111,6 +112,8 @@ class MailboxRow:
     # The decision convention's question (DESIGN.md section 12), read at send: untrusted
     # text from the body, escaped like the snippet.
     decision: dict[str, Any] | None = None
+    # An answer to a question, with the server's verdict on it (accepted, refusal).
+    decision_reply: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -232,10 +235,12 @@ def snippet(body: str) -> str:
 
 
 def _row_snippet(message: Message) -> str:
-    """A message's snippet; for a question, its details: its body is the question, the
-    options and the rest as YAML, which the row already shows parsed."""
+    """A message's snippet; for a question its details and for an answer its comment:
+    their bodies are fields the row already shows parsed."""
     if message.decision is not None:
         return snippet(message.decision.get("details") or "")
+    if message.decision_reply is not None:
+        return snippet(message.decision_reply.get("comment") or "")
     return snippet(message.body)
 
 
@@ -280,6 +285,7 @@ def project_page(principal: Principal, workspace: str | None, project: str | Non
             created_at=message.created_at,
             in_reply_to=message.in_reply_to,
             decision=message.decision,
+            decision_reply=decision_reply_payload(message.decision_reply),
         )
         for message in messages
     ]

@@ -659,3 +659,23 @@ def test_the_page_runs_a_fixed_number_of_queries(
     with django_assert_num_queries(DECISION_PAGE_QUERIES_USER):
         html = page(client, url(question))
     assert html.count('class="answers__entry"') == earlier
+
+
+def test_the_askers_mailbox_marks_a_reply_the_server_did_not_accept(
+    client: Client, mailbox: Project, alice: Persona, bob: Persona
+) -> None:
+    question = ask(requires_root=True)
+    Grant.objects.filter(user=bob.user, project=mailbox).update(level=Grant.Level.WRITE)
+    answer_by(bob.principal, question, "accept", "Looks fine to me.")  # bob is not root
+    answer_by(ROOT, question, "reject", "Hold it.")
+
+    html = page(signed_in(client, alice), "/web/w/default/orchestrator/")
+
+    forged, accepted = (
+        text_of(row) for row in re.findall(r'<li class="message">.*?</li>', html, re.S)
+    )
+    assert "answer: accept not accepted the question requires root" in forged
+    assert "Looks fine to me." in forged
+    assert "answer: reject" in accepted and "not accepted" not in accepted
+    assert "Hold it." in accepted
+    assert "question_id:" not in html  # the raw body
