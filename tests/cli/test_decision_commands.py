@@ -533,6 +533,7 @@ def as_(token: str) -> dict[str, str]:
     return {"AI_MEMORY_AUTH_TOKEN": token}
 
 
+@pytest.mark.slow  # nine CLI processes and a wait that runs out
 @pytest.mark.django_db(transaction=True)
 def test_wait_ignores_forged_replies_and_takes_the_accepted_one(
     cli: RunCli, secured_repos: dict[str, Path], auth_on: str, bob: Persona, charlie: Persona
