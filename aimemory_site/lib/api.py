@@ -94,9 +94,11 @@ def _holding_none_of(characters: str) -> str:
     """An unanchored pattern that matches a text holding a character not in the set.
 
     The set is spelt out rather than written ``\\S``: what ``str.strip`` removes is not
-    what ECMA regexes (which JSON Schema validators use) call whitespace.
+    what ECMA regexes (which JSON Schema validators use) call whitespace. Characters
+    beyond U+FFFF are left out: ``\\u`` names four hex digits only, and no escape for
+    them means the same in every validator (the domain still counts them invisible).
     """
-    return "[^" + "".join(f"\\u{ord(c):04x}" for c in characters) + "]"
+    return "[^" + "".join(f"\\u{ord(c):04x}" for c in characters if ord(c) <= 0xFFFF) + "]"
 
 
 # The domain strips bodies and session ids before its checks, and bodies lose their

@@ -19,18 +19,36 @@ setting::
 
 Rules of the engine:
 
-- Invisible characters are removed first: zero-width space, non-joiner and joiner
-  (U+200B-U+200D), word joiner (U+2060), the byte-order mark / zero-width no-break space
-  (U+FEFF) and the soft hyphen (U+00AD). One of them inside a token ("ghp_abc<U+200B>def")
-  would otherwise split it into two harmless-looking halves. They are stripped from the
-  whole text, not only from secrets: they carry no meaning in a request to an agent
-  (the cost is cosmetic: emoji joined by U+200D show as their separate parts, and in
-  Persian or Indic text a non-joiner only changes how letters join), and invisible text
-  is itself a way to hide instructions. Stripping, rather than scrubbing a normalised
-  copy and mapping spans back, keeps the engine simple and leaves none of them in the
-  output, so ``scrub(scrub(x)) == scrub(x)`` holds as before.
+- Invisible characters are removed first (``INVISIBLE_CHARACTERS``): the format
+  characters that render as nothing (Unicode category Cf: zero-width space, non-joiner
+  and joiner, the directional marks, embeddings, overrides and isolates, word joiner and
+  the invisible operators, the byte-order mark, the soft hyphen, the Mongolian vowel
+  separator, the interlinear annotation controls and the tag characters U+E0000-U+E007F)
+  plus the other default-ignorable ones that select nothing: the combining grapheme
+  joiner (U+034F) and the Khmer inherent vowels (U+17B4, U+17B5). One of them inside a
+  token ("ghp_abc<U+200B>def") would otherwise split it into two harmless-looking halves.
+  They are stripped from the whole text, not only from secrets: they carry no meaning in
+  a request to an agent (the cost is cosmetic: emoji joined by U+200D show as their
+  separate parts, a subdivision flag as a plain black flag, in Persian or Indic text a
+  non-joiner only changes how letters join, and explicit direction controls no longer
+  reorder mixed-direction text), and invisible text is itself a way to hide instructions
+  (tag characters spell ASCII that models read and people do not see).
+- Format characters that render visibly are kept: the signs that span the digits after
+  them (Arabic number and end-of-ayah signs, U+0600-U+0605, U+06DD, U+0890, U+0891,
+  U+08E2, Syriac U+070F, Kaithi U+110BD, U+110CD) and the controls that lay out
+  Egyptian hieroglyphs, Duployan shorthand and musical beams.
+- Variation selectors (U+FE00-U+FE0F, U+E0100-U+E01EF) and Mongolian free variation
+  selectors (U+180B-U+180D, U+180F) choose how the character before them looks
+  ("\u2764\ufe0f", an ideographic variant of a name), so they are kept after a non-ASCII
+  character and in a keycap ("1\ufe0f\u20e3"); after ASCII, where they select nothing,
+  they are removed like the rest.
+- Stripping, rather than scrubbing a normalised copy and mapping spans back, keeps the
+  engine simple and leaves none of them in the output, so ``scrub(scrub(x)) ==
+  scrub(x)`` holds as before. Disguises that must stay readable (a token split over two
+  lines, written with URL escapes or HTML entities) are patterns instead.
 - Patterns run in a fixed order (built-ins, then ``extra_patterns`` in file order), each
-  as one left-to-right pass over the text.
+  as one left-to-right pass over the text. A built-in may come with a check its matches
+  must pass (``MATCH_CHECKS``), for a rule no regex can state.
 - A pattern with a named group ``secret`` redacts only that group, so context such as
   a header name, a variable name or a URL's scheme and host stays readable; any other
   pattern redacts its whole match. Operators may use ``(?P<secret>...)`` too.
@@ -49,6 +67,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +82,12 @@ from aimemory_site.lib.limits import (
     text_cap,
     truncation_marker,
 )
-from aimemory_site.lib.secret_patterns import BUILTIN_PATTERNS, PREFILTERS, REDACTED
+from aimemory_site.lib.secret_patterns import (
+    BUILTIN_PATTERNS,
+    MATCH_CHECKS,
+    PREFILTERS,
+    REDACTED,
+)
 
 __all__ = [
     "BUILTIN_PATTERNS",
@@ -71,6 +95,7 @@ __all__ = [
     "PREFILTERS",
     "REDACTED",
     "Scrubber",
+    "invisible_removed",
     "scrubber_builtin",
     "scrubber_configured",
 ]
@@ -83,12 +108,57 @@ _SECRET_GROUP = "secret"
 # adversarial text or pattern could force. Real texts settle within two or three passes.
 _MAX_PASSES = 4
 
+
+def _characters(*ranges: tuple[int, int]) -> str:
+    return "".join(chr(code) for first, last in ranges for code in range(first, last + 1))
+
+
 # Characters that render as nothing and are removed before any pattern runs (see the
-# module docstring): a table for ``str.translate``, which deletes them in one pass.
-INVISIBLE_CHARACTERS = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
-_INVISIBLE_DELETE = str.maketrans(dict.fromkeys(INVISIBLE_CHARACTERS))
+# module docstring). Spelt out rather than read from ``unicodedata`` so that what is
+# removed does not change with the Python version's Unicode tables.
+_ALWAYS_INVISIBLE = _characters(
+    (0x00AD, 0x00AD),  # soft hyphen
+    (0x034F, 0x034F),  # combining grapheme joiner
+    (0x061C, 0x061C),  # Arabic letter mark
+    (0x17B4, 0x17B5),  # Khmer inherent vowels
+    (0x180E, 0x180E),  # Mongolian vowel separator
+    (0x200B, 0x200F),  # zero-width space, non-joiner, joiner; directional marks
+    (0x202A, 0x202E),  # directional embeddings and overrides
+    (0x2060, 0x2064),  # word joiner, invisible operators
+    (0x2066, 0x206F),  # directional isolates, deprecated format characters
+    (0xFEFF, 0xFEFF),  # byte-order mark, zero-width no-break space
+    (0xFFF9, 0xFFFB),  # interlinear annotation controls
+    (0xE0000, 0xE007F),  # tag characters
+)
+# Selectors: invisible on their own, they choose the look of the character before them.
+_SELECTOR_RANGES = ((0x180B, 0x180D), (0x180F, 0x180F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
+_SELECTORS = _characters(*_SELECTOR_RANGES)
+# Every character that is invisible on its own, for telling a blank text from one with
+# something to read; the scrubber removes all of the first kind and selectors after ASCII.
+INVISIBLE_CHARACTERS = _ALWAYS_INVISIBLE + _SELECTORS
+_INVISIBLE_DELETE = str.maketrans(dict.fromkeys(_ALWAYS_INVISIBLE))
+_BLANK_DELETE = str.maketrans(dict.fromkeys(INVISIBLE_CHARACTERS))
+_SELECTOR_CLASS = "[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in _SELECTOR_RANGES) + "]"
+_ANY_SELECTOR = re.compile(_SELECTOR_CLASS)
+# A run of selectors at the start or after an ASCII character, unless it makes a keycap.
+_UNSELECTING_SELECTORS = re.compile(r"(?<![^\x00-\x7f])" + _SELECTOR_CLASS + r"++(?!\u20e3)")
+
+
+def invisible_removed(text: str) -> str:
+    """``text`` without the invisible characters the scrubber removes before matching."""
+    if text.isascii():
+        # The usual text, and none of them is ASCII: one C-speed scan instead of two.
+        return text
+    text = text.translate(_INVISIBLE_DELETE)
+    if _ANY_SELECTOR.search(text):
+        text = _UNSELECTING_SELECTORS.sub("", text)
+    return text
+
 
 # --- Engine ---------------------------------------------------------------------------
+
+_MatchCheck = Callable[[re.Match[str]], bool]
+_Plan = tuple[re.Pattern[str], tuple[str, ...], bool, _MatchCheck | None]
 
 
 def _redaction_span(match: re.Match[str]) -> tuple[int, int]:
@@ -129,19 +199,17 @@ class Scrubber:
 
     patterns: tuple[re.Pattern[str], ...]
     allowlist: frozenset[str] = frozenset()
-    # Each pattern with its gate's literals (empty: no gate) and whether they are
-    # case-folded, derived once from ``patterns``.
-    _gated: tuple[tuple[re.Pattern[str], tuple[str, ...], bool], ...] = field(
-        init=False, repr=False, compare=False
-    )
+    # Each pattern with its gate's literals (empty: no gate), whether they are
+    # case-folded, and the check its matches must pass (None: none), derived once from
+    # ``patterns``.
+    _gated: tuple[_Plan, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         gated = []
         for pattern in self.patterns:
             gate = PREFILTERS.get(pattern)
-            gated.append(
-                (pattern, gate.literals, gate.ignore_case) if gate else (pattern, (), False)
-            )
+            literals, ignore_case = (gate.literals, gate.ignore_case) if gate else ((), False)
+            gated.append((pattern, literals, ignore_case, MATCH_CHECKS.get(pattern)))
         object.__setattr__(self, "_gated", tuple(gated))  # frozen: set once, here
 
     def scrub(self, text: str) -> str:
@@ -149,11 +217,11 @@ class Scrubber:
 
         Invisible characters are removed first (see the module docstring).
         """
-        text = text.translate(_INVISIBLE_DELETE)
+        text = invisible_removed(text)
         for _ in range(_MAX_PASSES):
             scrubbed = text
             folded = text.casefold()
-            for pattern, literals, ignore_case in self._gated:
+            for pattern, literals, ignore_case, check in self._gated:
                 # The gate, inline: it runs thirty times per text, and for the usual
                 # text, with no secret, it is all the scrubbing that happens.
                 if literals:
@@ -163,7 +231,7 @@ class Scrubber:
                             break
                     else:
                         continue
-                changed = self._apply(pattern, scrubbed)
+                changed = self._apply(pattern, scrubbed, check)
                 if changed is not scrubbed:
                     scrubbed, folded = changed, changed.casefold()
             if scrubbed == text:
@@ -176,12 +244,14 @@ class Scrubber:
         scrubbed = self.scrub(text)
         return scrubbed, max(0, scrubbed.count(REDACTED) - text.count(REDACTED))
 
-    def _apply(self, pattern: re.Pattern[str], text: str) -> str:
+    def _apply(self, pattern: re.Pattern[str], text: str, check: _MatchCheck | None) -> str:
         """One pass of one pattern over the text, which its gate (if any) admitted."""
         markers = [m.span() for m in _MARKER.finditer(text)] if REDACTED in text else []
         marker_starts = [start for start, _ in markers]
         spans: list[tuple[int, int]] = []
         for match in pattern.finditer(text):
+            if check is not None and not check(match):
+                continue
             start, end = _redaction_span(match)
             if start == end or text[start:end] in self.allowlist:
                 continue
@@ -281,7 +351,7 @@ def text_clean(text: str, *, cap: int, label: str) -> CleanText:
     ``empty_body``: callers refuse a blank body before calling, but scrubbing removes
     those characters, and "\u200b" alone would otherwise be stored as an empty body.
     """
-    if not text.translate(_INVISIBLE_DELETE).strip():
+    if not text.translate(_BLANK_DELETE).strip():
         raise BadRequest(
             "body must not be empty: it holds only whitespace and invisible characters",
             code=Code.EMPTY_BODY,

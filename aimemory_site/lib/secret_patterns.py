@@ -8,16 +8,21 @@ Families 1-16 follow ``research/ai-memory-behaviour.md`` section 4, 17 is this s
 own ``aim_`` token keys, and 18-30 close the gaps a security review found by planting
 secrets in the formats real tools print (GitLab, npm, Hugging Face, SendGrid, Docker,
 AWS secret keys and session tokens, Slack webhooks, Azure connection strings, password
-assignments, ``mysql -p`` and ``docker login -p``). Each pattern's comment names its
-source format and why its boundaries are where they are.
+assignments, ``mysql -p`` and ``docker login -p``), and 31-38 those a second review
+found (Shopify, Twilio and Linear keys, ``curl -u``, tokens in URL query parameters, AWS
+secret keys in prose, and known-prefix tokens split over two lines or disguised with URL
+escapes or HTML entities). Each pattern's comment names its source format and why its
+boundaries are where they are.
 
 ``BUILTIN_PATTERNS`` is the order the engine runs them in; ``PREFILTERS`` maps a pattern
-to a cheap gate that every match of it must contain.
+to a cheap gate that every match of it must contain; ``MATCH_CHECKS`` maps a pattern to
+a test each of its matches must pass before it is redacted.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # The marker the engine puts in place of a secret. It lives here because some patterns
@@ -351,8 +356,9 @@ AZURE_CONNECTION_SECRET = re.compile(
 #   string) and "<td>password: x</td>" keep their punctuation, while "password: a&b"
 #   (YAML) goes whole. An earlier "[REDACTED]" inside it is taken along whole.
 # - "PWD=/home/bob" is the shell's working directory (as "env" prints it), so a "pwd"
-#   value starting with "/" or "~" stays; "passwd" is taken with "=" only, because
-#   "passwd: files systemd" is nsswitch.conf.
+#   value starting with "/" or "~" stays; "/etc/passwd:" is a file name in an error
+#   message, and "passwd:" is judged more strictly (see _PASSWD_SYSTEM_TEXT below)
+#   because nsswitch.conf and the passwd command write it too.
 # - AWS key names also accept whitespace instead of "=" or ":" when a 40-character run
 #   follows ("aws configure set aws_secret_access_key ...", "--secret-access-key ...").
 _CREDENTIAL_END = r"(?![^\s\"'`,;&)\]}<>])"
@@ -393,7 +399,7 @@ _CREDENTIAL_CODE_FORMS = (
 _CREDENTIAL_CODE = "(?:" + "|".join(_CREDENTIAL_CODE_FORMS) + ")"
 _CREDENTIAL_NAME = (
     r"(?:[A-Za-z0-9]{1,32}[_.-]){0,4}"
-    r"(?:password[0-9]?|(?P<passwd>passwd)|passphrase|(?P<pwd>pwd)|secret(?:[_-]?key)?"
+    r"(?:password[0-9]?|(?P<passwd>(?<![/\\])passwd)|passphrase|(?P<pwd>pwd)|secret(?:[_-]?key)?"
     r"|(?P<aws>secret[_-]?access[_-]?key|session[_-]?token|security[_-]?token))"
     r"|(?P<aws_spaced>aws[ ]secret[ ]access[ ]key|aws[ ]session[ ]token)"
 )
@@ -402,7 +408,7 @@ _CREDENTIAL_NAME = (
 _CREDENTIAL_SEPARATOR = (
     r"(?:[\"'`]|\*{1,2}+)?+"
     r"(?(aws_spaced)(?:[ \t]*+\[[^\]\r\n]{0,64}+\])?+)"
-    r"(?:(?P<spaced>[ \t]++)?+(?(passwd)=(?![=>])|(?::=|=>|(?P<colon>:)(?![:=])|=(?![:=])))"
+    r"(?:(?P<spaced>[ \t]++)?+(?::=|=>|(?P<colon>:)(?![:=])|=(?![:=]))"
     r"[ \t]*+(?:\*{1,2}+[ \t]++)?+"
     r"|(?(aws)[ \t]++(?=[A-Za-z0-9/+]{40})|(?!)))"
 )
@@ -418,6 +424,17 @@ _PYTHON_TUPLE_VALUE = _IDENTIFIER_PATH + r"*+" + _CREDENTIAL_END
 # A type annotation, recognised by what follows the type: "password: HiddenText | None",
 # "password: SecretStr = Field(...)".
 _TYPE_ANNOTATION = _IDENTIFIER_PATH + r"*+[ \t]*+(?:\|(?!\|)|=(?![=>]))"
+# "passwd:" also starts system text rather than a value: nsswitch.conf lists name
+# services ("passwd: files systemd"), and the passwd command reports in sentences
+# ("passwd: Authentication token manipulation error", "passwd: user 'bob' does not
+# exist"). So after "passwd:" a source name, or a word of letters only followed by more
+# text, is kept; a password with a digit or a sign in it, or one at the end, is not.
+_NSSWITCH_SOURCE = (
+    r"(?:files|compat|systemd|sss|ldap|nis(?:plus)?+|db|winbind|dns|hesiod|extrausers"
+    r"|altfiles|usrfiles|cache|myhostname|mymachines|resolve|wins|mdns[46]?+(?:_minimal)?+)"
+    r"(?![^\s\[])"
+)
+_PASSWD_SYSTEM_TEXT = rf"(?:{_NSSWITCH_SOURCE}|[A-Za-z]++[ \t]++\S)"
 CREDENTIAL_ASSIGNMENT = re.compile(
     r"(?=[A-Za-z])(?:(?<=--)|(?<![A-Za-z0-9_.-]))(?:(?<=, )(?P<listed>))?+"
     rf"(?:{_CREDENTIAL_NAME})(?![A-Za-z0-9_])"
@@ -428,6 +445,7 @@ CREDENTIAL_ASSIGNMENT = re.compile(
     r"(?P<secret>"
     r"(?(quote)(?:(?!(?P=quote))[^\r\n])++(?=(?P=quote))"
     rf"|(?!{_CREDENTIAL_CODE})"
+    rf"(?(passwd)(?(colon)(?!{_PASSWD_SYSTEM_TEXT})))"
     rf"(?(colon)(?!{_TYPE_ANNOTATION})"
     rf"|(?(spaced)(?!{_PYTHON_EXPRESSION})(?(listed)(?!{_PYTHON_TUPLE_VALUE}))))"
     rf"(?(tick)[^`\r\n]++(?=`)|{_CREDENTIAL_BARE_RUN}))"
@@ -485,11 +503,232 @@ REGISTRY_LOGIN_PASSWORD = re.compile(
     rf"{_CLI_ARGUMENTS}[ \t]++(?:-p(?:[ \t]++|=)?+|--password(?:[ \t]++|=)){_CLI_VALUE}"
 )
 
+
+# --- Families added after the second security review ------------------------------------
+#
+# 31-38 close the kinds a second probe still found stored as sent: three more token
+# formats, "curl -u", tokens in URL query parameters, a bare AWS secret key in prose, and
+# known-prefix tokens disguised by a line break, URL encoding or an HTML entity.
+
+# 31. Shopify access tokens: "shpat_" (Admin API), "shpca_" (custom app), "shppa_"
+# (private app) and "shpss_" (shared secret), each with 32 hex digits.
+SHOPIFY_TOKEN = re.compile(r"(?<![A-Za-z0-9_])shp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}(?![A-Za-z0-9_])")
+
+# 32. Twilio API keys: "SK" and 32 hex digits (the key's SID, which with its secret
+# authenticates as the account). Exactly 32, so "SKU-12345" and longer ids stay.
+TWILIO_API_KEY = re.compile(r"(?<![A-Za-z0-9_])SK[0-9a-fA-F]{32}(?![A-Za-z0-9_])")
+
+# 33. Linear personal API keys ("lin_api_" and 40 letters and digits) and OAuth access
+# tokens ("lin_oauth_"); 32+ tolerates other lengths while "lin_api_key" stays.
+LINEAR_KEY = re.compile(r"(?<![A-Za-z0-9_])lin_(?:api|oauth)_[A-Za-z0-9]{32,}+")
+
+# 34. curl's user option: "-u user:password", "-uuser:password", "--user user:password"
+# and the proxy's "-U" / "--proxy-user", anywhere later in the same command (up to a
+# pipe, ";" or "&"). The password is what follows the first ":"; the user name stays.
+# A user alone ("-u bob", curl then asks), an empty password ("-u :" for Negotiate) and
+# a shell reference ("-u admin:$TOKEN") hold no secret and stay.
+CURL_USER_PASSWORD = re.compile(
+    r"(?<![A-Za-z0-9_.-])curl(?:\.exe)?+(?![A-Za-z0-9_.-])"
+    rf"{_CLI_ARGUMENTS}[ \t]++(?:-[uU][ \t]*+|--(?:proxy-)?user(?:[ \t]++|=))"
+    r"(?P<quote>[\"'])?+(?!-)[^\s:\"'`|;&<>()]*+:(?!\$[{(A-Za-z_])"
+    r"(?P<secret>(?(quote)(?:(?!(?P=quote))[^\r\n])++(?=(?P=quote))"
+    r"|[^\s\"'`|;&<>()]++))"
+)
+
+# 35. Tokens in URL query parameters and fragments: "?access_token=...", "&token=...",
+# "#access_token=..." (OAuth's implicit flow), "?api_key=...", GitLab's
+# "private_token", and the signatures and session tokens of presigned S3 and GCS URLs.
+# The value runs to the next "&", "#", quote, bracket or space; at least 8 characters,
+# so "?token=short" and flags stay. A placeholder ("{token}", "<token>", "${TOKEN}") or a
+# value built in code ("?access_token=" + token) is no token and stays. "&amp;" in HTML
+# puts ";" before the name, hence ";" as a boundary too.
+_URL_TOKEN_NAMES = (
+    r"(?:access|refresh|id|auth)[_-]?token|token|api[_-]?key|private[_-]?token"
+    r"|x-amz-(?:signature|security-token)|x-goog-signature"
+)
+URL_TOKEN_PARAMETER = re.compile(
+    rf"(?<=[?&#;])(?:{_URL_TOKEN_NAMES})=(?!\$)"
+    r"(?P<secret>[^\s&#\"'`<>()\[\]{},;]{8,}+)",
+    re.IGNORECASE,
+)
+
+# 36. AWS secret access keys in prose: the 40-character base64 run of family 23, on the
+# same line as the word "aws" or "secret" rather than a key id: after the word within 12
+# words ("the aws secret key is ..."), or before it within 80 characters ("... is the AWS
+# secret for staging"), one pattern each. The gap after the word is walked a run at a
+# time (each run bounded, so a word inside one endless run costs a bounded scan), so the
+# key is only tried where a run starts, a dozen times per word at most. The words are
+# common, so the run is judged harder than in family 23: besides mixing upper and lower
+# case and not being hex (a SHA-1), it holds a digit, "+" or "/" (which a CamelCase name
+# of 40 letters does not) and at most two "/" (a path of 40 characters has more; a random
+# key has three or more about once in forty). Each word's first letter comes first, so
+# the regex engine can skip to the places where one starts; the lookbehind after it is
+# the word's left boundary.
+_AWS_CONTEXT_WORD = r"(?:(?:a(?<![A-Za-z]a)ws|A(?<![A-Za-z]A)(?:WS|ws))(?![a-z])|(?i:secret)(?!ar))"
+_AWS_SECRET_KEY = (
+    r"(?<![A-Za-z0-9/+])"
+    # The exact length first: it rejects the ordinary word at once.
+    r"(?=[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=]))"
+    r"(?![0-9a-fA-F]{40})"
+    r"(?=[a-z0-9/+]{0,39}+[A-Z])(?=[A-Z0-9/+]{0,39}+[a-z])(?=[A-Za-z]{0,39}+[0-9/+])"
+    r"(?!(?:[A-Za-z0-9+]*+/){3})"
+    r"(?P<secret>[A-Za-z0-9/+]{40})"
+)
+AWS_SECRET_KEY_AFTER_WORD = re.compile(
+    _AWS_CONTEXT_WORD
+    + r"(?:[A-Za-z0-9/+]{0,80}+[^A-Za-z0-9/+\r\n]{1,80}+){1,12}?"
+    + _AWS_SECRET_KEY
+)
+AWS_SECRET_KEY_BEFORE_WORD = re.compile(
+    _AWS_SECRET_KEY + rf"(?=[^\r\n]{{0,80}}?{_AWS_CONTEXT_WORD})"
+)
+
+
+# 37 and 38 find the self-identifying tokens of the families above when they are
+# disguised: broken over two lines (a terminal or an editor wrapped it, or a sender did
+# on purpose), or with a URL-encoded or HTML-entity character in it. Each entry: the
+# prefix, the body's characters, the shortest body its own family redacts, and the body's
+# fixed length where the format has one.
+@dataclass(frozen=True)
+class _PrefixedToken:
+    prefix: str
+    body: str
+    shortest: int
+    length: int | None = None
+
+
+_PREFIXED_TOKENS = (
+    _PrefixedToken("gh[pousr]_", "[A-Za-z0-9]", 30, 36),
+    _PrefixedToken("github_pat_", "[A-Za-z0-9_]", 22, 82),
+    _PrefixedToken("gl(?:pat|dt|rt|ptt|oas|cbt|ft|soat|imt|agent)-", "[A-Za-z0-9_-]", 20),
+    _PrefixedToken("npm_", "[A-Za-z0-9]", 36, 36),
+    _PrefixedToken("hf_", "[A-Za-z0-9]", 34, 34),
+    _PrefixedToken("dckr_(?:pat|oat)_", "[A-Za-z0-9_-]", 27),
+    _PrefixedToken("sk-", "[A-Za-z0-9_-]", 20),
+    _PrefixedToken("sk_(?:live|test)_", "[A-Za-z0-9]", 16),
+    _PrefixedToken("rk_(?:live|test)_", "[A-Za-z0-9]", 16),
+    # Slack's own rule takes 10 (so "xoxb-token" stays); real tokens run 40 or more, and
+    # 30 keeps two short words on two lines ("xoxb-token" then "xoxo-hugs") apart.
+    _PrefixedToken("x(?:ox[abprs]|app)-", "[A-Za-z0-9-]", 30),
+    _PrefixedToken("aim_", "[A-Za-z0-9_-]", 32, 43),
+    _PrefixedToken("shp(?:at|ca|pa|ss)_", "[0-9a-fA-F]", 32, 32),
+    _PrefixedToken("lin_api_", "[A-Za-z0-9]", 32, 40),
+    _PrefixedToken("lin_oauth_", "[A-Za-z0-9]", 32),
+    _PrefixedToken("AIza", "[A-Za-z0-9_-]", 35, 35),
+    _PrefixedToken("SK", "[0-9a-fA-F]", 32, 32),
+)
+# The prefixes spelt out, for the gate of family 37.
+_PREFIX_LITERALS = (
+    *(f"gh{kind}_" for kind in "pousr"),
+    "github_pat_",
+    *(f"gl{kind}-" for kind in ("pat", "dt", "rt", "ptt", "oas", "cbt", "ft", "soat", "imt")),
+    "glagent-",
+    "npm_",
+    "hf_",
+    "dckr_pat_",
+    "dckr_oat_",
+    "sk-",
+    "k_live_",
+    "k_test_",
+    *(f"xox{kind}-" for kind in "abprs"),
+    "xapp-",
+    "aim_",
+    *(f"shp{kind}_" for kind in ("at", "ca", "pa", "ss")),
+    "lin_api_",
+    "lin_oauth_",
+    "AIza",
+    "SK",
+)
+# Where a prefixed token may start: not inside a run of token characters, but right
+# after a URL escape ("%3Dghp_...") it may. Every prefix starts with a letter, and the
+# boundary is checked after it, so that each alternative starts with a literal letter
+# and the regex engine can skip straight to the places where one of them stands.
+_AFTER_PREFIXED_TOKEN_START = r"(?:(?<=%[0-9A-Fa-f]{2}.)|(?<![A-Za-z0-9_].))"
+
+
+def _at_token_start(prefix: str) -> str:
+    return prefix[0] + _AFTER_PREFIXED_TOKEN_START + prefix[1:]
+
+
+# 37. A prefixed token broken over two lines: the prefix and the body's first part end a
+# line, and the rest of the body starts the next (after any indentation). The break must
+# fall before the body is complete (before its fixed length, or its shortest length for
+# formats without one), because a complete token on one line is its family's, and its
+# next line ordinary text. The two parts must then add up to the fixed length exactly, or
+# to at least the shortest length: "ghp_" and 20 characters, then 16 on the next line, is
+# a token; "sk-learn" and "numpy" on the next are two words. A regex cannot add lengths,
+# so the pattern finds the parts and ``split_token_is_whole`` (in ``MATCH_CHECKS``)
+# judges them. The first part's run is possessive and bounded, so each place where a
+# prefix starts costs at most one scan of the token's length.
+_LINE_BREAK = r"\r?\n[ \t]*+"
+
+
+def _split_token(token: _PrefixedToken, index: int) -> str:
+    whole = token.length or token.shortest
+    return (
+        _at_token_start(token.prefix)
+        + f"(?P<first{index}>{token.body}{{0,{whole - 1}}}+){_LINE_BREAK}"
+        + f"(?P<rest{index}>{token.body}++)"
+    )
+
+
+SPLIT_PREFIXED_TOKEN = re.compile(
+    "|".join(_split_token(token, index) for index, token in enumerate(_PREFIXED_TOKENS))
+)
+
+
+def split_token_is_whole(match: re.Match[str]) -> bool:
+    """Whether a family-37 match's two parts add up to a token of its format.
+
+    ``match`` comes from ``SPLIT_PREFIXED_TOKEN``; the group that closed last is the
+    ``rest<i>`` of the format that matched.
+    """
+    name = match.lastgroup or ""
+    index = int(name.removeprefix("rest"))
+    token = _PREFIXED_TOKENS[index]
+    size = len(match.group(f"first{index}")) + len(match.group(name))
+    return size == token.length if token.length else size >= token.shortest
+
+
+# 38. A prefixed token with URL escapes or HTML entities in it: "ghp%5F..." (the prefix's
+# "_" or "-" percent-encoded, as in a URL or a form body), or an invisible character
+# written as an entity or an escape inside the body ("ghp_abc&#8203;def", "&#x200B;",
+# "&zwnj;", "%E2%80%8B"), which a browser or a decoder drops again. The fillers do not
+# count towards the body's length. At least one disguise is required (the lookahead
+# refuses a plain prefix and body that no filler follows), so a plain token is left to
+# its own family. Any numeric entity is a filler, since a visible character written as
+# an entity inside a token hides it just as well.
+_ENCODED_UNDERSCORE = r"(?:_|(?i:%5f|&#0*95;|&#x0*5f;|&lowbar;|&underbar;))"
+_ENCODED_HYPHEN = r"(?:-|(?i:%2d|&#0*45;|&#x0*2d;))"
+_TOKEN_FILLER = (
+    r"(?i:&(?:#[0-9]{1,8}|#x[0-9a-f]{1,8}|shy|zwnj|zwj|lrm|rlm|zerowidthspace"
+    r"|negative(?:very)?(?:thin|medium|thick)space|nobreak|invisible(?:times|comma)"
+    r"|it|ic|af|applyfunction|lowbar|underbar);"
+    r"|%(?:e2%80%8[b-f]|e2%81%a[0-4]|ef%bb%bf|c2%ad|cd%8f|e1%a0%8e|5f|2d))"
+)
+
+
+def _disguised_token(token: _PrefixedToken) -> str:
+    prefix = token.prefix.replace("_", _ENCODED_UNDERSCORE).replace("-", _ENCODED_HYPHEN)
+    plain = f"{token.prefix[1:]}{token.body}*+(?!{_TOKEN_FILLER})"
+    return (
+        _at_token_start(f"{prefix[0]}(?!{plain}){prefix[1:]}")
+        + f"(?:{_TOKEN_FILLER}*+{token.body}){{{token.shortest},}}+"
+    )
+
+
+DISGUISED_PREFIXED_TOKEN = re.compile("|".join(map(_disguised_token, _PREFIXED_TOKENS)))
+
+
 BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
     # Whole blocks first, then self-identifying token formats (they need no context),
     # then the context rules, which then see "[REDACTED]" as the value and leave it.
     PEM_PRIVATE_KEY,
     JWT,
+    # Before the token families: they would take the first line or the part before an
+    # entity alone and leave the rest (families 37 and 38).
+    SPLIT_PREFIXED_TOKEN,
+    DISGUISED_PREFIXED_TOKEN,
     API_SECRET_KEY,
     GITHUB_TOKEN,
     GITLAB_TOKEN,
@@ -497,8 +736,13 @@ BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
     HUGGING_FACE_TOKEN,
     SENDGRID_KEY,
     DOCKER_TOKEN,
+    SHOPIFY_TOKEN,
+    TWILIO_API_KEY,
+    LINEAR_KEY,
     # Before the key id: it reads the id as its context (family 23).
     AWS_SECRET_KEY_NEAR_ID,
+    AWS_SECRET_KEY_AFTER_WORD,
+    AWS_SECRET_KEY_BEFORE_WORD,
     AWS_ACCESS_KEY_ID,
     AWS_SESSION_TOKEN,
     GOOGLE_KEY,
@@ -510,6 +754,7 @@ BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
     BEARER_TOKEN,
     SLACK_WEBHOOK_URL,
     URL_CREDENTIALS,
+    URL_TOKEN_PARAMETER,
     AZURE_CONNECTION_SECRET,
     AUTH_HEADER,
     NPMRC_AUTH,
@@ -518,6 +763,7 @@ BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
     CREDENTIAL_ASSIGNMENT,
     MYSQL_PASSWORD_FLAG,
     REGISTRY_LOGIN_PASSWORD,
+    CURL_USER_PASSWORD,
     CREDENTIAL_PATH,
 )
 
@@ -565,6 +811,15 @@ PREFILTERS: dict[re.Pattern[str], Gate] = {
     HUGGING_FACE_TOKEN: _gate("hf_"),
     SENDGRID_KEY: _gate("SG."),
     DOCKER_TOKEN: _gate("dckr_"),
+    SHOPIFY_TOKEN: _gate("shp"),
+    TWILIO_API_KEY: _gate("SK"),
+    LINEAR_KEY: _gate("lin_"),
+    # Every split token starts with a whole prefix, and every disguised one has an escape
+    # or an entity.
+    SPLIT_PREFIXED_TOKEN: _gate(*_PREFIX_LITERALS),
+    DISGUISED_PREFIXED_TOKEN: _gate("%", "&"),
+    AWS_SECRET_KEY_AFTER_WORD: _gate("aws", "secret", ignore_case=True),
+    AWS_SECRET_KEY_BEFORE_WORD: _gate("aws", "secret", ignore_case=True),
     AWS_SECRET_KEY_NEAR_ID: _gate("AKIA", "ASIA"),
     AWS_ACCESS_KEY_ID: _gate("AKIA", "ASIA"),
     AWS_SESSION_TOKEN: _gate("IQoJb3JpZ2lu", "FwoGZXIvYXdz", "FQoGZXIvYXdz"),
@@ -578,6 +833,7 @@ PREFILTERS: dict[re.Pattern[str], Gate] = {
     BEARER_TOKEN: _gate("bearer", ignore_case=True),
     SLACK_WEBHOOK_URL: _gate("hooks.slack.com/"),
     URL_CREDENTIALS: _gate("://"),
+    URL_TOKEN_PARAMETER: _gate("token=", "key=", "signature=", ignore_case=True),
     AZURE_CONNECTION_SECRET: _gate("accountkey", "sharedaccess", "sig=", ignore_case=True),
     AUTH_HEADER: _gate("authorization", "key", "token", "cookie", ignore_case=True),
     NPMRC_AUTH: _gate("_auth", "_password", "npmAuth"),
@@ -586,5 +842,11 @@ PREFILTERS: dict[re.Pattern[str], Gate] = {
     CREDENTIAL_ASSIGNMENT: _gate("pass", "pwd", "secret", "token", ignore_case=True),
     MYSQL_PASSWORD_FLAG: _gate("mysql", "mariadb"),
     REGISTRY_LOGIN_PASSWORD: _gate("login"),
+    CURL_USER_PASSWORD: _gate("curl"),
     CREDENTIAL_PATH: _gate(".ssh", ".aws", ".kube", ".gnupg", "gcloud"),
+}
+
+# Checks a match must pass before it is redacted, for what a regex cannot say.
+MATCH_CHECKS: dict[re.Pattern[str], Callable[[re.Match[str]], bool]] = {
+    SPLIT_PREFIXED_TOKEN: split_token_is_whole,
 }

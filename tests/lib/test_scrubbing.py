@@ -65,6 +65,9 @@ AZURE_KEY = (
     "Eby8vdM02xNOcqF" + "lqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
 HEX40 = "3f2a9c8e1b7d4f6a0c5e2b9d8a7f6e5d4c3b2a19"
+SHOPIFY = "shpat" + "_" + "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+TWILIO = "SK" + "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+LINEAR = "lin" + "_api_" + "Xk3Lm9Qp2Rt7Vw4Yz1Bc" * 2
 
 
 def _scrub(text: str) -> str:
@@ -352,6 +355,41 @@ REDACTED_CASES = [
     pytest.param(
         f"t {GHP[:5]}\u00ad{GHP[5:20]}\ufeff{GHP[20:]}", "t [REDACTED]", id="soft_hyphen_bom"
     ),
+    pytest.param(
+        f"t {GHP[:5]}\u200e{GHP[5:20]}\U000e0041{GHP[20:]}\u2063", "t [REDACTED]", id="lrm_tag"
+    ),
+    # 27, "passwd:" with a value.
+    pytest.param("passwd: x9Yk!q", "passwd: [REDACTED]", id="passwd_colon"),
+    # 31-33. Shopify, Twilio and Linear keys.
+    pytest.param(f"store {SHOPIFY} ok", "store [REDACTED] ok", id="shopify"),
+    pytest.param(f"key {TWILIO} ok", "key [REDACTED] ok", id="twilio_api_key"),
+    pytest.param(f"linear {LINEAR}.", "linear [REDACTED].", id="linear"),
+    # 34. curl's user option: the user name stays.
+    pytest.param(
+        "curl -sf -u bob:S3cr3t! https://api.example.com | jq .",
+        "curl -sf -u bob:[REDACTED] https://api.example.com | jq .",
+        id="curl_user",
+    ),
+    # 35. Tokens in query parameters: the other parameters stay.
+    pytest.param(
+        "GET https://graph.example.com/me?access_token=Xk3Lm9Qp2Rt7Vw4Yz1Bc&fields=id",
+        "GET https://graph.example.com/me?access_token=[REDACTED]&fields=id",
+        id="access_token_parameter",
+    ),
+    # 36. An AWS secret key beside "aws" or "secret", after it or before it.
+    pytest.param(
+        f"the aws secret is {AWS_SECRET} (prod)",
+        "the aws secret is [REDACTED] (prod)",
+        id="aws_word",
+    ),
+    pytest.param(
+        f"{AWS_SECRET} is the secret", "[REDACTED] is the secret", id="aws_key_before_word"
+    ),
+    # 37. A token broken over two lines.
+    pytest.param(f"push {GHP[:20]}\n  {GHP[20:]} ok", "push [REDACTED] ok", id="split_token"),
+    # 38. URL escapes and HTML entities in a token.
+    pytest.param(f"url /x/ghp%5F{ALNUM36}/y", "url /x/[REDACTED]/y", id="url_encoded_prefix"),
+    pytest.param(f"<p>{GHP[:20]}&#8203;{GHP[20:]}</p>", "<p>[REDACTED]</p>", id="html_entity"),
 ]
 
 
@@ -427,6 +465,13 @@ KEPT_CASES = [
     pytest.param("docker run -p 8080:80 nginx", id="docker_port"),
     pytest.param("docker login -u bob --password-stdin < token.txt", id="password_stdin"),
     pytest.param("Run docker login -p with a token from the vault", id="docker_login_prose"),
+    pytest.param("passwd: files systemd and cat: /etc/passwd: No such file", id="passwd_system"),
+    pytest.param("shpat_0123 and SKU-0123456789abcdef and lin_api_key", id="token_prefixes"),
+    pytest.param("curl -u bob https://x and curl -u : https://y", id="curl_user_only"),
+    pytest.param("https://x.example.com/?token=short&api_key={key}", id="query_placeholders"),
+    pytest.param(f"the aws fix is {HEX40}; secret {AWS_SECRET}=", id="aws_word_near_misses"),
+    pytest.param("sk-learn\nnumpy and ghp_\nnext", id="prefix_at_line_end"),
+    pytest.param("file%5Fname and Tom &amp; Jerry&#8203;", id="escapes_in_prose"),
 ]
 
 
@@ -581,9 +626,46 @@ _NEAR_MISS_UNITS = {
         "--password=",
         "**password**: ",
         "password=" + "a." * 100 + " ",
+        "passwd: ",
+        "passwd: a ",
+        "/passwd: x",
     ],
     "MYSQL_PASSWORD_FLAG": ["mysql ", "mysql -p ", "mysql -p$x ", "mariadb -u"],
     "REGISTRY_LOGIN_PASSWORD": ["docker ", "docker login ", "docker login -p $x ", "docker -"],
+    "SHOPIFY_TOKEN": ["shpat_", "shpat_" + "a" * 31 + " "],
+    "TWILIO_API_KEY": ["SK", "SK" + "a" * 31 + " "],
+    "LINEAR_KEY": ["lin_api_", "lin_api_" + "a" * 31 + " "],
+    "CURL_USER_PASSWORD": ["curl ", "curl -u ", "curl -u a", "curl -u a:$x ", "curl --user "],
+    "URL_TOKEN_PARAMETER": ["?token=", "&access_token=a", "?token=$", "#api_key=aaaaaaa "],
+    "AWS_SECRET_KEY_AFTER_WORD": [
+        "aws ",
+        "secret ",
+        "aws " + "aB3/" * 10 + "/ ",
+        "secret" + "a" * 40,
+        f"aws {AWS_SECRET} ",
+        f"{HEX40} aws ",
+    ],
+    "AWS_SECRET_KEY_BEFORE_WORD": [
+        f"{AWS_SECRET} ",
+        f"{AWS_SECRET} " + "x" * 80,
+        f"{HEX40} aws ",
+        "aB3/" * 10 + " ",
+    ],
+    "SPLIT_PREFIXED_TOKEN": [
+        "ghp_\n",
+        "ghp_a\n",
+        "github_pat_" + "a" * 40 + "\n",
+        "sk-\n\n",
+        "ghp_" + "a" * 35 + "\n" + "a" * 2,
+    ],
+    "DISGUISED_PREFIXED_TOKEN": [
+        "ghp%5F",
+        "ghp_&#8203;",
+        "ghp_a&zwnj;",
+        "sk-&#1;",
+        "%5Fghp%5F",
+        "ghp%5F" + "a&#8203;" * 10,
+    ],
 }
 
 
@@ -610,8 +692,8 @@ def test_every_new_family_has_near_misses() -> None:
 
 @pytest.mark.parametrize(
     "character",
-    ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad"],
-    ids=["zwsp", "zwnj", "zwj", "word_joiner", "bom", "soft_hyphen"],
+    ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u200e", "\U000e0020"],
+    ids=["zwsp", "zwnj", "zwj", "word_joiner", "bom", "soft_hyphen", "lrm", "tag_space"],
 )
 def test_invisible_character_inside_a_token_does_not_hide_it(character: str) -> None:
     for cut in (1, 4, 5, 20, len(GHP) - 1):

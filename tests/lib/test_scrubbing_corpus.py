@@ -1,7 +1,9 @@
 """Secret scrubbing against a corpus: planted secrets as tools print them, and prose.
 
 The planted lines are the formats a security review used (36 planted secrets, 12 of
-which once survived) plus the ones the built-in patterns always handled. Each must lose
+which once survived) plus the ones the built-in patterns always handled; the kinds a
+second review found surviving are planted with generated values in
+test_scrubbing_survivors.py, and their look-alikes are prose here. Each must lose
 its secret and show the marker. The prose lines are ordinary engineering text that
 looks a little like a secret (password talk, SHAs, UUIDs, flags, placeholders); they
 must come through byte for byte, because a pattern that redacts ordinary prose is worse
@@ -338,6 +340,41 @@ PROSE = [
     pytest.param('ssh-keygen -t ed25519 -C "bob@example.com"', id="ssh_keygen"),
     pytest.param("psql -h localhost -U app -d app -c 'SELECT 1'", id="psql_flags"),
     pytest.param("for i in range(0, len(items) // 2):", id="floor_division"),
+    # Look-alikes of the kinds a second review planted.
+    pytest.param(
+        "the aws fix landed in 3f2a9c8e1b7d4f6a0c5e2b9d8a7f6e5d4c3b2a19, secret rotation next",
+        id="git_sha_beside_aws_and_secret",
+    ),
+    pytest.param(
+        "The AWS secret access key is shown only once, when the key is created.",
+        id="aws_secret_prose",
+    ),
+    pytest.param(
+        "aws s3 sync /srv/Assets/Build2024/Release/Web/Images s3://acme/assets", id="aws_s3_path"
+    ),
+    pytest.param("secret 9b2f4c1e-7a3d-4e5f-8a6b-1c2d3e4f5a6b was rotated", id="uuid_secret"),
+    pytest.param(
+        '<img alt="aws secret flow" src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAA'
+        'BCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==">',
+        id="base64_image_beside_aws",
+    ),
+    pytest.param("passwd: password updated successfully", id="passwd_command"),
+    pytest.param("cat: /etc/passwd: Permission denied", id="etc_passwd_error"),
+    pytest.param(
+        "curl -u bob https://api.example.com/v1/me (curl asks for the password)", id="curl_user"
+    ),
+    pytest.param("curl --negotiate -u : https://intranet.example.com/", id="curl_negotiate"),
+    pytest.param(
+        'curl -u "$API_USER:$API_PASSWORD" https://api.example.com', id="curl_user_reference"
+    ),
+    pytest.param("https://example.com/oauth/callback?token=<token>&state=xyz", id="query_token"),
+    pytest.param("See SKU-12345 and the SK01 sensor; shpat_ and lin_api_ prefix keys.", id="sku"),
+    pytest.param("GitHub classic tokens start with ghp_", id="prefix_at_line_end"),
+    pytest.param("and are 40 characters long, the prefix included in the count", id="next_line"),
+    pytest.param("pip install sk-learn", id="sk_learn_at_line_end"),
+    pytest.param("numpy scipy", id="sk_learn_next_line"),
+    pytest.param("Tom &amp; Jerry, 50% off, file%5Fname.txt and &#8203; in HTML", id="escapes"),
+    pytest.param("I \u2764\ufe0f this; press 1\ufe0f\u20e3 then \u0600\u0661\u0662", id="emoji"),
 ]
 
 

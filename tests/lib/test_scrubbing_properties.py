@@ -21,6 +21,7 @@ from aimemory_site.lib.limits import truncation_marker
 from aimemory_site.lib.scrubbing import (
     INVISIBLE_CHARACTERS,
     REDACTED,
+    invisible_removed,
     scrubber_builtin,
     text_clean,
 )
@@ -196,6 +197,48 @@ FAMILIES: dict[str, st.SearchStrategy[Planted]] = {
         flag=st.sampled_from(["-p ", "--password ", "--password="]),
         secret=value(),
     ),
+    "shopify_token": plant(
+        "shp{kind}_{secret}",
+        kind=st.sampled_from(["at", "ca", "pa", "ss"]),
+        secret=run(string.hexdigits, 32),
+    ),
+    "twilio_api_key": plant("SK{secret}", secret=run("0123456789abcdef", 32)),
+    "linear_key": plant(
+        "lin_{kind}_{secret}", kind=st.sampled_from(["api", "oauth"]), secret=run(ALNUM, 40, 64)
+    ),
+    "curl_user_password": plant(
+        "curl -s {flag}{user}:{secret} https://api.example.com",
+        flag=st.sampled_from(["-u ", "-u", "--user ", "-U ", "--proxy-user "]),
+        user=run(string.ascii_lowercase, 1, 10),
+        secret=value(),
+    ),
+    "url_token_parameter": plant(
+        "https://api.example.com/v1?{name}={secret}&v=2",
+        name=st.sampled_from(["access_token", "token", "api_key", "X-Amz-Signature"]),
+        secret=run(BASE64URL, 16, 60),
+    ),
+    "aws_secret_key_beside_word": plant(
+        "{before}{secret}{after}",
+        before=st.sampled_from(["aws secret key ", "the secret is ", ""]),
+        after=st.sampled_from([" for AWS", ""]),
+        # Mixed case, a digit, no "/" (a path-like run is kept on purpose).
+        secret=st.builds(str.__add__, st.just("Kq7"), run(ALNUM + "+", 37)),
+    ).filter(lambda p: "aws" in p.text.lower() or "secret" in p.text),
+    "split_prefixed_token": st.builds(
+        lambda body, cut, indent: Planted(
+            f"ghp_{body[:cut]}\n{indent}{body[cut:]}", body[cut:] if cut < 18 else body[:cut]
+        ),
+        run(ALNUM, 36),
+        st.integers(0, 35),
+        st.sampled_from(["", "  ", "\t"]),
+    ),
+    "disguised_prefixed_token": plant(
+        "{prefix}{head}{filler}{secret}",
+        prefix=st.sampled_from(["ghp%5F", "ghp_", "npm&#95;", "npm_"]),
+        head=run(ALNUM, 1, 10),
+        filler=st.sampled_from(["&#8203;", "&zwnj;", "%E2%80%8B", "&#x200b;"]),
+        secret=run(ALNUM, 36),
+    ),
     "credential_path": plant(
         "{home}/{directory}/{secret}",
         home=st.sampled_from(["~", "/home/bob", "C:\\Users\\bob"]),
@@ -224,7 +267,7 @@ prose = st.lists(
 
 
 def _visible(text: str) -> str:
-    return "".join(c for c in text if c not in INVISIBLE_CHARACTERS)
+    return invisible_removed(text)
 
 
 @PROPERTY
