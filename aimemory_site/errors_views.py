@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from django.core.exceptions import DisallowedHost
 from django.db import DatabaseError
@@ -41,17 +42,24 @@ def is_machine(request: HttpRequest) -> bool:
 
 def machine_error(request: HttpRequest, status: int, error: AppError | None = None) -> HttpResponse:
     """``{"detail", "code"}`` with ``status`` (in a JSON-RPC error on ``/mcp``)."""
+    return JsonResponse(machine_error_body(request.path, status, error), status=status)
+
+
+def machine_error_body(path: str, status: int, error: AppError | None = None) -> dict[str, Any]:
+    """The JSON body of an error answer with ``status`` on the machine route ``path``:
+    ``error``'s ``{"detail", "code"}``, or the usual one for ``status`` without it; on
+    ``/mcp`` a JSON-RPC error carrying the same. Also the body of the answers gunicorn
+    gives before a request reaches Django (``aimemory_site.gunicorn_worker``)."""
     if error is None:
         code, text = _TEXTS.get(status, (Code.BAD_REQUEST, "error"))
         error = AppError(text, code=code)
-    if request.path.startswith("/mcp"):
-        body = {
+    if path.startswith("/mcp"):
+        return {
             "jsonrpc": "2.0",
             "id": None,
             "error": {"code": status, "message": error.message, "data": {"code": str(error.code)}},
         }
-        return JsonResponse(body, status=status)
-    return JsonResponse(error_body(error), status=status)
+    return error_body(error)
 
 
 def error_page(template: str, status: int) -> HttpResponse:

@@ -29,18 +29,42 @@ worker idles. A worker that already holds connections now leaves a new one to th
 for a moment per connection it holds (``ACCEPT_DEFER_PER_CONNECTION_SECONDS``), so the
 one holding fewest takes it: the p99 of sends and pops at 8 clients fell by a sixth
 (docs/hot-path.md).
+
+A request waits for a free thread after it arrives, and in a database stall every thread
+is held for the request's whole database budget: counted from the thread, the requests
+queued behind a full pool waited a budget, then had one of their own. Every request's
+environ now carries, under ``ARRIVED_AT``, when this worker had it (its connection
+accepted, or readable again), and in a stall the budget counts from then
+(``aimemory_site.db_deadline``).
+
+gunicorn answers a request it cannot parse (a request line over its limit: 414; a header
+it cannot read: 400) itself, before the application sees it, with a page of HTML. On the
+machine routes every error is JSON, so there this worker gives the same status with the
+JSON body Django's answers have (a JSON-RPC error on ``/mcp``); elsewhere gunicorn's page
+stays. When not even the path can be read, the answer is JSON: a program sent it.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from time import monotonic
 from typing import Any
+from urllib.parse import unquote
 
 from django.conf import settings
+from gunicorn import util
+from gunicorn.http.errors import ParseException
+from gunicorn.http.message import Request
+from gunicorn.http.parser import RequestParser
 from gunicorn.workers import gthread
 from gunicorn.workers.gthread import ThreadWorker as GthreadWorker
+
+from aimemory_site.db_deadline import ARRIVED_AT
+from aimemory_site.errors_views import MACHINE_PREFIXES, machine_error_body
+from aimemory_site.lib.errors import AppError, Code
 
 #: WSGI environ key of the zero-argument callable that closes the connection after this
 #: response (a server-specific extension, named like ``gunicorn.socket``).
@@ -63,7 +87,7 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
-        self.wsgi = offering_close(self.wsgi)
+        self.wsgi = offering_close(stamping_arrival(self.wsgi))
         self.client_timeout = float(settings.AI_MEMORY_CLIENT_TIMEOUT)
         self.log.error_log.addFilter(_StalledClientRecord(settings.AI_MEMORY_CLIENT_TIMEOUT))
 
@@ -106,6 +130,60 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
         if self._accept_deferred_until:
             timeout = min(timeout, max(0.0, self._accept_deferred_until - monotonic()))
         super().wait_for_and_dispatch_events(timeout)
+
+    def enqueue_req(self, conn: Any) -> None:
+        # Every request comes through here, from the poller's thread, as soon as the
+        # worker has it: a new connection, or one readable again (kept alive, deferred,
+        # or holding the next request already). The wait for a thread starts now.
+        conn.arrived_at = monotonic()
+        super().enqueue_req(conn)
+
+    def handle_request(self, req: Any, conn: Any) -> Any:
+        _serving.arrived_at = conn.arrived_at
+        try:
+            return super().handle_request(req, conn)
+        finally:
+            _serving.arrived_at = None
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        """Answer a request gunicorn could not parse or serve, in JSON on a machine route.
+
+        gunicorn still chooses the status and logs the request; only the body changes.
+        """
+        path = _path_of(req, exc)
+        if path is not None and not path.startswith(MACHINE_PREFIXES):
+            super().handle_error(req, client, addr, exc)
+            return
+        written = _WrittenAnswer()
+        super().handle_error(req, written, addr, exc)
+        status_line = written.status_line()
+        status = int(status_line.split(" ", 1)[0])
+        body = json.dumps(machine_error_body(path or "", status, self._refusal(status)))
+        head = (
+            f"HTTP/1.1 {status_line}\r\nConnection: close\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        try:
+            util.write_nonblock(client, (head + body).encode("latin-1"))
+        except Exception:  # the client is gone, as gunicorn's own answer allows
+            self.log.debug("Failed to send error message.")
+
+    def _refusal(self, status: int) -> AppError | None:
+        """What a status of gunicorn's own means to the client; None for the usual text
+        of ``status`` (a 500 is a server error like any other)."""
+        if status == 414:
+            return AppError(
+                "the request line (method, path and query) is longer than "
+                f"{self.cfg.limit_request_line} bytes",
+                code=Code.REQUEST_LINE_TOO_LONG,
+            )
+        if status == 431:
+            return AppError(
+                f"the request has more than {self.cfg.limit_request_fields} headers or one "
+                f"longer than {self.cfg.limit_request_field_size} bytes",
+                code=Code.HEADERS_TOO_LARGE,
+            )
+        return _GUNICORN_REFUSALS.get(status)
 
     def handle(self, conn: Any) -> Any:
         """Serve one request of ``conn`` (in a worker thread)."""
@@ -152,6 +230,8 @@ class _TimedConnection(gthread.TConn):  # type: ignore[misc]  # gunicorn is unty
     def init(self) -> None:
         super().init()
         self.sock.settimeout(self.client_timeout)
+        if type(self.parser) is RequestParser:
+            self.parser.mesg_class = _PathKeepingRequest
 
 
 class _StalledClientRecord(logging.Filter):
@@ -169,6 +249,105 @@ class _StalledClientRecord(logging.Filter):
             record.exc_info = record.exc_text = None
             record.levelno, record.levelname = logging.INFO, "INFO"
         return True
+
+
+#: The answers of gunicorn's that mean one thing whatever raised them. The others:
+#: ``ThreadWorker._refusal``.
+_GUNICORN_REFUSALS = {
+    400: AppError(
+        "the request is not valid HTTP/1.1: its request line or a header could not be parsed"
+    ),
+    417: AppError("the only Expect this server takes is 100-continue"),
+    501: AppError("unsupported Transfer-Encoding: send the body with Content-Length or chunked"),
+}
+
+#: How much of a request's start ``_PathKeepingRequest`` keeps: enough for the path's
+#: first segments, which are all that choose the kind of answer.
+_START_KEPT_BYTES = 256
+
+#: The attribute of a parse error that holds the request's path (None if unreadable).
+_PATH_ATTRIBUTE = "aimemory_request_path"
+
+
+class _PathKeepingRequest(Request):  # type: ignore[misc]  # gunicorn is untyped
+    """gunicorn's request, which tells a parse error the request's path.
+
+    A request that fails to parse leaves no request behind for ``handle_error``, and the
+    fast parser reads the request line and the headers in one go: the path is taken
+    from the first bytes read, as far as they can be read.
+    """
+
+    _start = b""
+
+    def __init__(self, *args: Any) -> None:
+        try:
+            super().__init__(*args)
+        except ParseException as exc:
+            path = self.path if self.path is not None else _path_in(self._start)
+            setattr(exc, _PATH_ATTRIBUTE, path)
+            raise
+
+    def read_into(self, unreader: Any, buf: bytearray, stop: bool = False) -> None:
+        super().read_into(unreader, buf, stop)
+        if self.path is None and len(self._start) < _START_KEPT_BYTES:
+            self._start = bytes(buf[:_START_KEPT_BYTES])
+
+
+def _path_in(start: bytes) -> str | None:
+    """The path of the request line that ``start`` begins (the path may be cut short);
+    None if it holds none."""
+    line = start.removeprefix(b"\r\n").split(b"\r\n", 1)[0]
+    target = line.partition(b" ")[2].split(b" ", 1)[0].decode("latin-1")
+    if "://" in target:  # the absolute form: http://host/path
+        target = "/" + target.split("://", 1)[1].partition("/")[2]
+    if not target.startswith("/"):
+        return None
+    return unquote(target.split("?", 1)[0].split("#", 1)[0])
+
+
+def _path_of(req: Any, exc: BaseException) -> str | None:
+    """The path of the request that failed with ``exc``; None if it cannot be read."""
+    path = getattr(req, "path", None)
+    if path is not None:
+        return unquote(path)
+    found: str | None = getattr(exc, _PATH_ATTRIBUTE, None)
+    return found
+
+
+class _WrittenAnswer:
+    """Stands for the client's socket while gunicorn writes its error answer, to learn
+    the status it chose."""
+
+    def __init__(self) -> None:
+        self.written = bytearray()
+
+    def gettimeout(self) -> float:
+        return 0.0  # non-blocking: gunicorn writes without changing the socket's mode
+
+    def sendall(self, data: bytes) -> None:
+        self.written += data
+
+    def status_line(self) -> str:
+        """``414 URI Too Long``: the status line of the answer, after the HTTP version."""
+        first = bytes(self.written).split(b"\r\n", 1)[0].decode("latin-1")
+        return first.split(" ", 1)[1]
+
+
+#: The arrival time of the request the current thread serves (``ThreadWorker``).
+_serving = threading.local()
+
+
+def stamping_arrival(application: WsgiApp) -> WsgiApp:
+    """Wrap ``application`` so its environ holds, under ``ARRIVED_AT``, the
+    ``time.monotonic()`` at which the worker had the request."""
+
+    def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        arrived_at = getattr(_serving, "arrived_at", None)
+        if arrived_at is not None:
+            environ[ARRIVED_AT] = arrived_at
+        return application(environ, start_response)
+
+    return wsgi
 
 
 def offering_close(application: WsgiApp) -> WsgiApp:

@@ -36,6 +36,8 @@ from tests.servers import free_port, wait_healthy
 # DESIGN.md section 14: every route answers within this, whatever the database does.
 ANSWER_BOUND_S = 5.0
 B = {"workspace": "default", "project": "project-b"}
+#: The threads of the fixture's server, whose one worker serves this many requests at once.
+SERVER_THREADS = 4
 
 
 def _postgres_bin(name: str) -> str | None:
@@ -181,6 +183,7 @@ def outage() -> Iterator[Outage]:
             [
                 *(sys.executable, "-m", "aimemory_site.cli.main", "serve"),
                 *("--bind", f"127.0.0.1:{port}", "--workers", "1"),
+                *("--threads", str(SERVER_THREADS)),
             ],
             env=env,
             stdout=subprocess.DEVNULL,
@@ -351,3 +354,40 @@ def test_healthz_keeps_its_keys_when_the_database_is_unavailable(outage: Outage)
     body = json.loads(response.text)
     assert set(body) == {"detail", "code", "status", "database"}
     assert body["status"] == "error"
+
+
+def test_in_a_stall_requests_queued_for_a_thread_answer_in_time_from_their_arrival(
+    outage: Outage,
+) -> None:
+    """Three times as many requests as threads: the first take every thread for the
+    budget, and the ones queued behind them do not get a budget of their own after
+    that wait (nine seconds for the last, counted from the thread), but what is left of
+    the one counted from their arrival."""
+    _assert_every_surface_answers(outage.base_url)
+    requests = 3 * SERVER_THREADS
+    together = threading.Barrier(requests)
+    answers: list[tuple[int, str, float]] = []
+
+    def list_messages() -> None:
+        with httpx.Client(base_url=outage.base_url, timeout=ANSWER_BOUND_S * 4) as client:
+            together.wait()
+            started = time.monotonic()
+            response = client.get("/api/v1/messages", params=B)
+            code = response.json().get("code", "") if response.status_code != 200 else ""
+            answers.append((response.status_code, code, time.monotonic() - started))
+
+    outage.proxy.stall()
+    try:
+        clients = [threading.Thread(target=list_messages) for _ in range(requests)]
+        for client in clients:
+            client.start()
+        for client in clients:
+            client.join()
+    finally:
+        outage.proxy.resume()
+
+    assert len(answers) == requests
+    assert {(status, code) for status, code, _ in answers} == {(503, "database_unavailable")}
+    slowest = max(elapsed for _, _, elapsed in answers)
+    assert slowest < ANSWER_BOUND_S, f"the slowest of {requests} took {slowest:.1f}s"
+    _assert_every_surface_answers(outage.base_url)
