@@ -25,6 +25,7 @@ from aimemory_site.cli.client import (
     AUTH_TOKEN_ENV,
     SERVER_URL_ENV,
     ApiClient,
+    ClientError,
     auth_token_from,
     server_url_from,
 )
@@ -197,7 +198,8 @@ def write_marker(
 
 def register_project(cwd: Path, environ: Mapping[str, str]) -> str:
     """Register the project the CLI resolves in ``cwd`` (the marker's, once written) with
-    a session start of its own; return the line that says so. Raises CliError.
+    a session start of its own; return the line that says so. Raises CliError (also for
+    a marker that cannot be read).
 
     Its source ``init`` makes the server claim no handoff for it: no agent reads this
     answer, and the handoff is meant for the next agent session.
@@ -213,10 +215,12 @@ def register_project(cwd: Path, environ: Mapping[str, str]) -> str:
     client = ApiClient.from_environment(environ)
     try:
         client.post(SESSIONS_PATH, payload)
-    except CliError as exc:
+    except ClientError as exc:
+        # No answer at all: the server is away. An answer: it said what is wrong.
+        then = "once the server runs" if exc.status is None else "once that is fixed"
         raise CliError(
             f"could not register {scope.label} on the server: {str(exc).rstrip('.')}. "
-            "Run `ai-memory init` again once it runs."
+            f"Run `ai-memory init` again {then}."
         ) from exc
     return (
         f"Registered {scope.label} on the server at {client.base_url}: the CLI and the "

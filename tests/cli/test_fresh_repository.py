@@ -16,7 +16,7 @@ from aimemory_site.lib.principal import Principal
 from projects.handoffs import handoff_create
 from projects.models import Handoff, Project
 from tests.cli.conftest import MakeRepo, RunCli
-from tests.conftest import make_project
+from tests.conftest import Persona, make_project
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -94,7 +94,26 @@ def test_init_without_a_server_writes_the_marker_and_says_registration_is_left(
     assert result.stderr == (
         f"ai-memory: could not register default/myrepo on the server: cannot reach ai-memory "
         f"server at {unreachable_url}: Connection refused (the server may not be running: "
-        "start it with `ai-memory serve`). Run `ai-memory init` again once it runs.\n"
+        "start it with `ai-memory serve`). Run `ai-memory init` again once the server runs.\n"
+    )
+
+
+def test_init_refused_by_the_server_says_what_to_fix_and_to_run_it_again(
+    cli: RunCli, make_repo: MakeRepo, alice: Persona
+) -> None:
+    repo = make_repo("myrepo")
+
+    result = cli("init", cwd=repo)
+
+    assert result.returncode == 0
+    assert (repo / ".ai-memory.toml").is_file()
+    assert result.stderr.startswith(
+        "ai-memory: could not register default/myrepo on the server: POST /api/v1/sessions: "
+        "server returned 401: "
+    )
+    assert result.stderr.endswith(
+        "set AI_MEMORY_AUTH_TOKEN to a token from `ai-memory manage issue_token USER`. "
+        "Run `ai-memory init` again once that is fixed.\n"
     )
 
 
