@@ -2,24 +2,31 @@
 ``manage``, which a new user runs before anything else and where a traceback would hide
 the one thing to do (create the database, migrate it, or run in the server's directory).
 
-Import it after Django's settings are configured: it loads Django.
+Everything but ``make_data_dir`` needs Django's settings configured.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, OperationalError, connections
-from django.db.migrations.executor import MigrationExecutor
 
 from aimemory_site.cli.errors import CliError
 from aimemory_site.lib.server_location import (
+    data_dir,
     describe_database,
     is_postgresql,
     is_sqlite,
     postgresql_server,
 )
 
-FIRST_RUN = "run `ai-memory serve` or `ai-memory manage migrate` first"
+
+def make_data_dir() -> None:
+    """Make the data dir (and its parents), or raise CliError saying why it cannot be."""
+    directory = data_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot create the data dir {directory}: {exc.strerror or exc}") from None
 
 
 def _reason(exc: BaseException) -> str:
@@ -51,15 +58,3 @@ def require_database_opens(alias: str = DEFAULT_DB_ALIAS) -> None:
         raise CliError(
             f"cannot open the database {describe_database(database)}: {reason}"
         ) from None
-
-
-def require_migrated(alias: str = DEFAULT_DB_ALIAS) -> None:
-    """Raise CliError when the database has migrations still to apply (a new empty
-    database included). Precondition: it opens (require_database_opens)."""
-    executor = MigrationExecutor(connections[alias])
-    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
-    if pending:
-        raise CliError(
-            f"the database {describe_database(settings.DATABASES[alias])} is not migrated "
-            f"({len(pending)} migrations to apply): {FIRST_RUN}"
-        )

@@ -38,6 +38,7 @@ _DATABASE_FREE = frozenset({"check", "diffsettings", "makemigrations"})
 _CREATES_DATABASE = "migrate"
 # Commands that inspect migrations: they open the database but need none applied.
 _BEFORE_MIGRATING = frozenset({"showmigrations", "sqlmigrate"})
+FIRST_RUN = "run `ai-memory serve` or `ai-memory manage migrate` first"
 # SECRET_KEY for a process that runs no command on data (help, or a refusal): without it
 # the settings would make and keep a new key, and the data dir with it, where it runs.
 _NO_DATA_SECRET_KEY = "ai-memory-manage-reads-no-data"
@@ -91,7 +92,13 @@ def run(args: argparse.Namespace) -> int:
             return _execute(["help"])
         return _execute(arguments)
     if command == _CREATES_DATABASE:
-        _make_data_dir()
+        import django
+
+        from aimemory_site.cli.database import make_data_dir, require_database_opens
+
+        make_data_dir()
+        django.setup()
+        require_database_opens()  # a PostgreSQL database is made with createdb, not here
     elif command not in _DATABASE_FREE:
         _require_the_servers_database(command)
     return _execute(arguments)
@@ -107,14 +114,6 @@ def _execute(arguments: Sequence[str]) -> int:
     return 0
 
 
-def _make_data_dir() -> None:
-    directory = data_dir()
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CliError(f"cannot create the data dir {directory}: {exc.strerror}") from None
-
-
 def _require_the_servers_database(command: str) -> None:
     """Raise CliError unless the database exists (and, but for the migration inspectors,
     is migrated) and the data dir holds the server's secret key. Creates nothing."""
@@ -127,8 +126,8 @@ def _require_the_servers_database(command: str) -> None:
             else f" ({DATA_DIR_ENV} is {data_dir()})"
         )
         raise CliError(
-            f"no database at {database['NAME']}{where}: run `ai-memory serve` or "
-            "`ai-memory manage migrate` first, or run this where the server runs"
+            f"no database at {database['NAME']}{where}: {FIRST_RUN}, or run this where "
+            "the server runs"
         )
     key_kept = secret_key_kept()
     if not key_kept:
@@ -136,11 +135,11 @@ def _require_the_servers_database(command: str) -> None:
     import django
 
     django.setup()
-    from aimemory_site.cli.database import require_database_opens, require_migrated
+    from aimemory_site.cli.database import require_database_opens
 
     require_database_opens()
     if command not in _BEFORE_MIGRATING:
-        require_migrated()
+        _require_migrated()
     if not key_kept:
         # Token keys are stored as hashes keyed with the secret key the server keeps in
         # its data dir: a token made under a new key here would never authenticate there.
@@ -148,4 +147,22 @@ def _require_the_servers_database(command: str) -> None:
             f"the data dir {data_dir()} holds no secret key, so it is not the server's "
             "(a token made here would not match the server's): run this where `ai-memory "
             f"serve` runs, or with its {DATA_DIR_ENV} (or {SECRET_KEY_ENV})"
+        )
+
+
+def _require_migrated() -> None:
+    """Raise CliError when the database has migrations still to apply (a new empty
+    database included). Precondition: it opens."""
+    from django.conf import settings
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    from aimemory_site.lib.server_location import describe_database
+
+    executor = MigrationExecutor(connection)
+    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if pending:
+        raise CliError(
+            f"the database {describe_database(settings.DATABASES['default'])} is not "
+            f"migrated ({len(pending)} migrations to apply): {FIRST_RUN}"
         )

@@ -7,10 +7,9 @@ import io
 import os
 import sys
 
-from aimemory_site.cli.errors import CliError
 from aimemory_site.cli.help_text import SubParsers, add_command
 from aimemory_site.lib.binding import is_loopback
-from aimemory_site.lib.server_location import bind_url, data_dir, describe_database
+from aimemory_site.lib.server_location import bind_url, describe_database
 
 
 def add_parser(subparsers: SubParsers) -> None:
@@ -48,14 +47,12 @@ def run(args: argparse.Namespace) -> int:
     if args.bind:
         # Settings derive ALLOWED_HOSTS from the bind address; gunicorn's workers inherit it.
         os.environ["AI_MEMORY_BIND"] = args.bind
-    directory = data_dir()
-    try:
-        # Here, not in the settings: they are also read by `ai-memory manage`, which must
-        # not leave a data dir where it was run by mistake.
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CliError(f"cannot create the data dir {directory}: {exc.strerror}") from None
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aimemory_site.settings")
+    from aimemory_site.cli.database import make_data_dir, require_database_opens
+
+    # Here, not in the settings: they are also read by `ai-memory manage`, which must not
+    # leave a data dir where it was run by mistake.
+    make_data_dir()
     import django
     from django.conf import settings
     from django.core.management import call_command
@@ -74,8 +71,6 @@ def run(args: argparse.Namespace) -> int:
     except SystemCheckError as exc:
         print(f"ai-memory: refusing to serve: {exc}", file=sys.stderr)
         return 2
-    from aimemory_site.cli.database import require_database_opens
-
     require_database_opens()
     _migrate()
     call_command("collectstatic", interactive=False, verbosity=0)
