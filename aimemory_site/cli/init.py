@@ -249,7 +249,7 @@ def add_parser(subparsers: SubParsers) -> None:
     init = add_command(
         subparsers,
         "init",
-        summary="write .ai-memory.toml and print the agent configuration",
+        summary="write .ai-memory.toml, register the project, print the agent configuration",
         paragraphs=[
             f"Write {MARKER_FILE_NAME} (workspace and project) at the root of the current git "
             "repository's main worktree, or in the working directory outside git; an "

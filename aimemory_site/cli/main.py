@@ -81,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "ai-memory message pop",
                 'ai-memory handoff create "Done: X. Next: Y."',
                 "ai-memory page list",
+                "ai-memory brief",
+                "source <(ai-memory completion bash)    # or zsh",
             ],
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
