@@ -427,8 +427,10 @@ _TYPE_ANNOTATION = _IDENTIFIER_PATH + r"*+[ \t]*+(?:\|(?!\|)|=(?![=>]))"
 # "passwd:" also starts system text rather than a value: nsswitch.conf lists name
 # services ("passwd: files systemd"), and the passwd command reports in sentences
 # ("passwd: Authentication token manipulation error", "passwd: user 'bob' does not
-# exist"). So after "passwd:" a source name, or a word of letters only followed by more
-# text, is kept; a password with a digit or a sign in it, or one at the end, is not.
+# exist"), and "passwd:gecos" without a space is a name (Scheme's passwd accessors). So
+# after "passwd:" a bare value must follow a space, and a source name or a word of
+# letters only followed by more text is kept; a password with a digit or a sign in it,
+# or one at the end of the text, is not.
 _NSSWITCH_SOURCE = (
     r"(?:files|compat|systemd|sss|ldap|nis(?:plus)?+|db|winbind|dns|hesiod|extrausers"
     r"|altfiles|usrfiles|cache|myhostname|mymachines|resolve|wins|mdns[46]?+(?:_minimal)?+)"
@@ -445,7 +447,7 @@ CREDENTIAL_ASSIGNMENT = re.compile(
     r"(?P<secret>"
     r"(?(quote)(?:(?!(?P=quote))[^\r\n])++(?=(?P=quote))"
     rf"|(?!{_CREDENTIAL_CODE})"
-    rf"(?(passwd)(?(colon)(?!{_PASSWD_SYSTEM_TEXT})))"
+    rf"(?(passwd)(?(colon)(?<=[ \t*])(?!{_PASSWD_SYSTEM_TEXT})))"
     rf"(?(colon)(?!{_TYPE_ANNOTATION})"
     rf"|(?(spaced)(?!{_PYTHON_EXPRESSION})(?(listed)(?!{_PYTHON_TUPLE_VALUE}))))"
     rf"(?(tick)[^`\r\n]++(?=`)|{_CREDENTIAL_BARE_RUN}))"

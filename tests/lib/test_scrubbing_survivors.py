@@ -135,6 +135,7 @@ def test_passwd_value_is_redacted(secret: str, template: str) -> None:
         "passwd: user 'bob' does not exist",
         "cat: /etc/passwd: Permission denied",
         "the passwd field of /etc/shadow",
+        '(define fields (list "passwd:name" "passwd:gecos" "passwd:shell"))',
     ],
 )
 def test_passwd_in_system_output_is_kept(text: str) -> None:
