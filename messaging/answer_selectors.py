@@ -162,6 +162,7 @@ def decision_replies(
             "from_owner_user",
             "decision_reply",
             "idempotency_key",
+            "idempotency_principal",
             "in_reply_to",
         )[:limit]
     )

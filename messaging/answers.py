@@ -77,7 +77,12 @@ def decision_answer(
         )
     key = idempotency_key_parse(idempotency_key)
     replies = decision_replies(mailbox, question_id)
-    is_retry = key is not None and any(reply.idempotency_key == key for reply in replies)
+    # A retry is this principal's own earlier answer with the same key: another user's
+    # key is a different send, so it must not skip the already-answered check.
+    is_retry = key is not None and any(
+        reply.idempotency_key == key and reply.idempotency_principal == principal.key
+        for reply in replies
+    )
     # Only an accepted answer counts: a forged or refused reply answered nothing.
     earlier = [reply for reply in replies if reply_accepted(reply)]
     if earlier and not again and not is_retry:

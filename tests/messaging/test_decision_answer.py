@@ -451,3 +451,18 @@ def test_the_same_form_submitted_twice_is_one_answer(
     assert (first.replay, again.replay) == (False, True)
     assert again.message.pk == first.message.pk
     assert len(replies()) == 1
+
+
+def test_another_users_answer_with_the_same_form_key_is_not_a_retry(
+    alice: Persona, bob: Persona, operator: Project, orchestrator: Project
+) -> None:
+    question = ask()
+    grant(bob, operator, "write")
+    grant(bob, orchestrator, "write")
+    answer(alice.principal, question, idempotency_key="form-1")
+
+    # Keys belong to their principal: bob reusing alice's key is a second answer, which
+    # must be confirmed like any other.
+    with pytest.raises(Conflict):
+        answer(bob.principal, question, option="reject", idempotency_key="form-1")
+    assert len(replies()) == 1
