@@ -134,7 +134,11 @@ def decision_lines(message: Message, indent: str) -> list[str]:
         ]
     reply = message.get("decision_reply")
     if isinstance(reply, dict):
-        return [f"{indent}decision reply to {reply.get('question_id')}: {reply.get('option')}"]
+        line = f"{indent}decision reply to {reply.get('question_id')}: {reply.get('option')}"
+        if reply.get("accepted") is False:
+            # The server refused it as an answer; say so, or a forged reply reads as one.
+            line += f" (not accepted: {reply.get('refusal')})"
+        return [line]
     return []
 
 

@@ -479,3 +479,21 @@ def test_a_decision_reply_names_its_question_and_option() -> None:
     listing = format_message_list([reply], box="inbox", scope=SCOPE_B, now=NOW)
 
     assert listing.endswith("    decision reply to q-1: accept")
+
+
+def test_a_reply_the_server_did_not_accept_says_so_in_the_list() -> None:
+    reply = api_message(
+        decision_reply={
+            "question_id": "q-1",
+            "option": "accept",
+            "comment": "",
+            "accepted": False,
+            "refusal": "only root may answer this question.",
+        }
+    )
+
+    listing = format_message_list([reply], box="inbox", scope=SCOPE_B, now=NOW)
+
+    assert listing.endswith(
+        "    decision reply to q-1: accept (not accepted: only root may answer this question.)"
+    )
