@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from aimemory_site.lib.ages import age_text
 from aimemory_site.lib.errors import BadRequest, Code
+from aimemory_site.lib.limits import HANDOFF_BODY_MAX_CHARS
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.scrubbing import text_clean
 from aimemory_site.lib.sql import claim_oldest_sql, db_value
@@ -20,7 +21,6 @@ from projects.access import Level, project_access
 from projects.models import Activity, AgentSession, Handoff, Project
 from projects.services import activity_record, session_agent
 
-HANDOFF_BODY_MAX_CHARS = 8000
 HANDOFF_LIST_LIMIT = 50
 
 

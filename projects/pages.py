@@ -13,13 +13,13 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from aimemory_site.lib.errors import BadRequest, Code, NotFound
+from aimemory_site.lib.limits import PAGE_BODY_MAX_CHARS
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.scrubbing import text_clean
 from projects.access import Level, project_access
 from projects.models import Activity, AgentSession, Page, Project
 from projects.services import activity_record, session_agent
 
-PAGE_BODY_MAX_CHARS = 16_000
 PAGE_PATH_MAX_CHARS = 200
 PAGE_LIST_LIMIT = 200
 _SEGMENT = re.compile(r"[A-Za-z0-9._-]+")

@@ -28,12 +28,11 @@ from aimemory_site.cli.errors import CliError, UsageError
 from aimemory_site.cli.help_text import SubParsers, add_command, scope_help
 from aimemory_site.cli.messages import message_age
 from aimemory_site.cli.scope import Scope
+from aimemory_site.lib.limits import HANDOFF_BODY_MAX_CHARS, PAGE_BODY_MAX_CHARS
 
 HANDOFFS_PATH = "/api/v1/handoffs"
 PAGES_PATH = "/api/v1/pages"
 PAGE_READ_PATH = "/api/v1/pages/read"
-HANDOFF_BODY_MAX_CHARS = 8_000
-PAGE_BODY_MAX_CHARS = 16_000
 # The widest state (``claimed``, ``expired``) and a typical age (``11 minutes ago``).
 _STATE_WIDTH = 7
 _AGE_WIDTH = 14

@@ -1,6 +1,7 @@
-"""Limits shared by every surface: the list limit and the text cap.
+"""Limits shared by every surface: the list limit, the body caps and the text cap.
 
-Django-free: the CLI clamps ``--limit`` with it, exactly as the server does.
+Django-free: the CLI clamps ``--limit`` with it, exactly as the server does, and quotes
+the caps the server applies to the bodies it is given.
 """
 
 from __future__ import annotations
@@ -8,6 +9,9 @@ from __future__ import annotations
 # A message body keeps at most this many characters (DESIGN.md section 5). Here, not in
 # messaging, because the CLI says so when it reports a cut body.
 MESSAGE_BODY_MAX_CHARS = 8000
+# A handoff keeps as much as a message; a page, a project's standing knowledge, twice that.
+HANDOFF_BODY_MAX_CHARS = 8000
+PAGE_BODY_MAX_CHARS = 16_000
 
 # Scrubbing costs about a second per MiB of text, and a request may carry 1 MiB: only a
 # window that can reach the cap is scrubbed. The window's last margin is dropped as well,
