@@ -563,9 +563,9 @@ URL_TOKEN_PARAMETER = re.compile(
 # common, so the run is judged harder than in family 23: besides mixing upper and lower
 # case and not being hex (a SHA-1), it holds a digit, "+" or "/" (which a CamelCase name
 # of 40 letters does not) and at most two "/" (a path of 40 characters has more; a random
-# key has three or more about once in forty). Each word's first letter comes first, so
-# the regex engine can skip to the places where one starts; the lookbehind after it is
-# the word's left boundary.
+# key has three or more about once in forty). Each word's first letter comes first, the
+# cheapest test where no word starts; the lookbehind after it is the word's left
+# boundary.
 _AWS_CONTEXT_WORD = r"(?:(?:a(?<![A-Za-z]a)ws|A(?<![A-Za-z]A)(?:WS|ws))(?![a-z])|(?i:secret)(?!ar))"
 _AWS_SECRET_KEY = (
     r"(?<![A-Za-z0-9/+])"
@@ -643,8 +643,8 @@ _PREFIX_LITERALS = (
 )
 # Where a prefixed token may start: not inside a run of token characters, but right
 # after a URL escape ("%3Dghp_...") it may. Every prefix starts with a letter, and the
-# boundary is checked after it, so that each alternative starts with a literal letter
-# and the regex engine can skip straight to the places where one of them stands.
+# boundary is checked after it, so that each alternative starts with a literal letter,
+# the cheapest test at the many places where no prefix stands.
 _AFTER_PREFIXED_TOKEN_START = r"(?:(?<=%[0-9A-Fa-f]{2}.)|(?<![A-Za-z0-9_].))"
 
 
