@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
+from aimemory_site.lib.timestamps import rfc3339
 from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
 from messaging.services import Sent
-
-
-def _rfc3339(value: datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
-
 
 # What a reply stored before the server judged replies at send says: it is not taken.
 UNJUDGED_REPLY_REFUSAL = (
@@ -58,8 +53,8 @@ def message_payload(message: Message) -> dict[str, Any]:
         "decision": message.decision,
         "decision_reply": decision_reply_payload(message.decision_reply),
         "body": message.body,
-        "created_at": _rfc3339(message.created_at),
-        "claimed_at": _rfc3339(message.claimed_at),
+        "created_at": rfc3339(message.created_at),
+        "claimed_at": rfc3339(message.claimed_at),
     }
 
 
@@ -88,6 +83,6 @@ def status_payload(message: Message) -> dict[str, Any]:
     """The message without its body, with how its delivery went (DESIGN.md section 13)."""
     payload = message_payload(message)
     del payload["body"]
-    payload["cancelled_at"] = _rfc3339(message.cancelled_at)
+    payload["cancelled_at"] = rfc3339(message.cancelled_at)
     payload["claimed_by_agent"] = message.claimed_by_agent or None
     return payload

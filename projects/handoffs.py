@@ -17,6 +17,7 @@ from aimemory_site.lib.limits import HANDOFF_BODY_MAX_CHARS
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.scrubbing import text_clean
 from aimemory_site.lib.sql import claim_oldest_sql, db_value
+from aimemory_site.lib.timestamps import rfc3339
 from projects.access import Level, project_access
 from projects.models import Activity, AgentSession, Handoff, Project
 from projects.services import activity_record, session_agent
@@ -109,10 +110,6 @@ def handoff_list(*, principal: Principal, workspace: str, project: str) -> list[
     )
 
 
-def _rfc3339(value: Any) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
-
-
 def handoff_state(handoff: Handoff) -> str:
     """``open``, ``claimed`` or ``expired`` (an open handoff past its time is expired)."""
     if handoff.state == Handoff.State.OPEN and handoff.expires_at <= timezone.now():
@@ -126,9 +123,9 @@ def handoff_row(handoff: Handoff) -> dict[str, Any]:
     return {
         "id": str(handoff.id),
         "state": handoff_state(handoff),
-        "created_at": _rfc3339(handoff.created_at),
-        "expires_at": _rfc3339(handoff.expires_at),
-        "claimed_at": _rfc3339(handoff.claimed_at),
+        "created_at": rfc3339(handoff.created_at),
+        "expires_at": rfc3339(handoff.expires_at),
+        "claimed_at": rfc3339(handoff.claimed_at),
         "from_agent": handoff.from_agent,
         "chars": chars,
     }
@@ -139,8 +136,8 @@ def handoff_payload(handoff: Handoff) -> dict[str, Any]:
     return {
         "id": str(handoff.id),
         "body": handoff.body,
-        "created_at": _rfc3339(handoff.created_at),
-        "expires_at": _rfc3339(handoff.expires_at),
+        "created_at": rfc3339(handoff.created_at),
+        "expires_at": rfc3339(handoff.expires_at),
         "from_agent": handoff.from_agent,
         "from_owner_user": handoff.from_owner_user or None,
     }

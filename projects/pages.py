@@ -4,7 +4,6 @@ reader here touches messages, and no message reader touches pages."""
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -16,6 +15,7 @@ from aimemory_site.lib.errors import BadRequest, Code, NotFound
 from aimemory_site.lib.limits import PAGE_BODY_MAX_CHARS
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.scrubbing import text_clean
+from aimemory_site.lib.timestamps import rfc3339
 from projects.access import Level, project_access
 from projects.models import Activity, AgentSession, Page, Project
 from projects.services import activity_record, session_agent
@@ -128,17 +128,13 @@ def page_not_found(path: str) -> NotFound:
     return NotFound(f"no page at {path!r}", code=Code.PAGE_NOT_FOUND)
 
 
-def _rfc3339(value: datetime) -> str:
-    return value.isoformat().replace("+00:00", "Z")
-
-
 def page_payload(page: Page) -> dict[str, Any]:
     """A page as ``memory_read_page`` and ``GET /api/v1/pages/read`` answer it."""
     return {
         "path": page.path,
         "body": page.body,
         "pinned": page.pinned,
-        "updated_at": _rfc3339(page.updated_at),
+        "updated_at": rfc3339(page.updated_at),
         "updated_by_agent": page.updated_by_agent,
         "updated_by_user": page.updated_by_user or None,
     }
@@ -150,6 +146,6 @@ def page_row(page: Page) -> dict[str, Any]:
     return {
         "path": page.path,
         "pinned": page.pinned,
-        "updated_at": _rfc3339(page.updated_at),
+        "updated_at": rfc3339(page.updated_at),
         "chars": chars,
     }
