@@ -185,6 +185,16 @@ def test_a_data_dir_it_cannot_create_is_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_setting_the_server_refuses_is_one_line(tmp_path: Path) -> None:
+    refused = _serve_until_exit(tmp_path / "data", AI_MEMORY_ALLOWED_ORIGINS="*")
+
+    assert refused.returncode == 1
+    [line] = refused.stderr.splitlines()
+    assert line.startswith("ai-memory: refusing to start: ")
+    assert "AI_MEMORY_ALLOWED_ORIGINS" in line
+
+
+@pytest.mark.slow
 def test_threads_let_one_worker_answer_while_a_request_waits_for_its_body(
     tmp_path: Path,
 ) -> None:

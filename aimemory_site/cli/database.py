@@ -7,7 +7,9 @@ Everything but ``make_data_dir`` needs Django's settings configured.
 
 from __future__ import annotations
 
+import django
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, OperationalError, connections
 
 from aimemory_site.cli.errors import CliError
@@ -27,6 +29,15 @@ def make_data_dir() -> None:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CliError(f"cannot create the data dir {directory}: {exc.strerror or exc}") from None
+
+
+def setup_django() -> None:
+    """``django.setup()``, with a setting the server refuses (a malformed
+    ``AI_MEMORY_ALLOWED_ORIGINS``, say) said in one line instead of a traceback."""
+    try:
+        django.setup()
+    except ImproperlyConfigured as exc:
+        raise CliError(f"refusing to start: {exc}") from None
 
 
 def _reason(exc: BaseException) -> str:

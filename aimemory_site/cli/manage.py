@@ -92,12 +92,10 @@ def run(args: argparse.Namespace) -> int:
             return _execute(["help"])
         return _execute(arguments)
     if command == _CREATES_DATABASE:
-        import django
-
-        from aimemory_site.cli.database import make_data_dir, require_database_opens
+        from aimemory_site.cli.database import make_data_dir, require_database_opens, setup_django
 
         make_data_dir()
-        django.setup()
+        setup_django()
         require_database_opens()  # a PostgreSQL database is made with createdb, not here
     elif command not in _DATABASE_FREE:
         _require_the_servers_database(command)
@@ -132,10 +130,9 @@ def _require_the_servers_database(command: str) -> None:
     key_kept = secret_key_kept()
     if not key_kept:
         os.environ[SECRET_KEY_ENV] = _NO_DATA_SECRET_KEY
-    import django
+    from aimemory_site.cli.database import require_database_opens, setup_django
 
-    django.setup()
-    from aimemory_site.cli.database import require_database_opens
+    setup_django()
 
     require_database_opens()
     if command not in _BEFORE_MIGRATING:

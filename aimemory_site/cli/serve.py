@@ -48,17 +48,16 @@ def run(args: argparse.Namespace) -> int:
         # Settings derive ALLOWED_HOSTS from the bind address; gunicorn's workers inherit it.
         os.environ["AI_MEMORY_BIND"] = args.bind
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aimemory_site.settings")
-    from aimemory_site.cli.database import make_data_dir, require_database_opens
+    from aimemory_site.cli.database import make_data_dir, require_database_opens, setup_django
 
     # Here, not in the settings: they are also read by `ai-memory manage`, which must not
     # leave a data dir where it was run by mistake.
     make_data_dir()
-    import django
     from django.conf import settings
     from django.core.management import call_command
     from django.core.management.base import SystemCheckError
 
-    django.setup()
+    setup_django()
     bind: str = args.bind or settings.AI_MEMORY_BIND
 
     from projects.auth import auth_enabled
