@@ -7,7 +7,6 @@ existence of a restricted project never leaks.
 from __future__ import annotations
 
 import enum
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +15,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from aimemory_site.lib.errors import Code, Forbidden, NotFound
 from aimemory_site.lib.principal import Principal
+from aimemory_site.lib.sql import uuid_of
 from projects.models import Grant, Project, Workspace
 
 
@@ -136,18 +136,14 @@ _GRANT_SQL = (
 )
 
 
-def _uuid(value: Any) -> uuid.UUID:
-    return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
-
-
 def _project_from_row(row: Sequence[Any]) -> Project:
     """A Project (with its Workspace) from a row of ``_ACCESS_SQL``."""
-    workspace_id = _uuid(row[1])
+    workspace_id = uuid_of(row[1])
     workspace = Workspace.from_db(DEFAULT_DB_ALIAS, ["id", "name"], [workspace_id, row[5]])
     project = Project.from_db(
         DEFAULT_DB_ALIAS,
         ["id", "workspace_id", "name", "access_mode", "created_by_id"],
-        [_uuid(row[0]), workspace_id, row[2], row[3], row[4]],
+        [uuid_of(row[0]), workspace_id, row[2], row[3], row[4]],
     )
     project.workspace = workspace
     return project
