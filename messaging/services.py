@@ -46,7 +46,7 @@ from messaging.limits import (
     SUBJECT_MAX_CHARS,
 )
 from messaging.models import Message, PopRequest
-from projects.access import Level, project_access, projects_access
+from projects.access import Level, project_access, project_from_values, projects_access
 from projects.models import Activity, AgentSession, Project, Workspace
 from projects.services import activity_new, activity_record, session_agent
 
@@ -587,16 +587,12 @@ def _claimed_message(row: Sequence[Any], inbox: Project) -> Message:
     claimed, (sender_name, sender_workspace_id, sender_workspace_name) = model_from_row(
         Message, row
     )
-    workspace = Workspace.from_db(
-        DEFAULT_DB_ALIAS, ["id", "name"], [uuid_of(sender_workspace_id), sender_workspace_name]
+    claimed.from_project = project_from_values(
+        project_id=claimed.from_project_id,
+        workspace_id=sender_workspace_id,
+        name=sender_name,
+        workspace_name=sender_workspace_name,
     )
-    from_project = Project.from_db(
-        DEFAULT_DB_ALIAS,
-        ["id", "workspace_id", "name"],
-        [claimed.from_project_id, workspace.pk, sender_name],
-    )
-    from_project.workspace = workspace
-    claimed.from_project = from_project
     claimed.to_project = inbox  # already loaded, with its workspace
     return claimed
 

@@ -136,17 +136,34 @@ _GRANT_SQL = (
 )
 
 
-def _project_from_row(row: Sequence[Any]) -> Project:
-    """A Project (with its Workspace) from a row of ``_ACCESS_SQL``."""
-    workspace_id = uuid_of(row[1])
-    workspace = Workspace.from_db(DEFAULT_DB_ALIAS, ["id", "name"], [workspace_id, row[5]])
+def project_from_values(
+    *, project_id: Any, workspace_id: Any, name: str, workspace_name: str, **more: Any
+) -> Project:
+    """A Project with its Workspace, from values a raw SQL statement read, as a queryset
+    with ``select_related("workspace")`` would load them: ``name`` and the fields in
+    ``more`` (by attribute name) are set, any other field is deferred. The ids may be
+    UUIDs or, as SQLite returns them, hex text."""
+    workspace_pk = uuid_of(workspace_id)
+    workspace = Workspace.from_db(DEFAULT_DB_ALIAS, ["id", "name"], [workspace_pk, workspace_name])
     project = Project.from_db(
         DEFAULT_DB_ALIAS,
-        ["id", "workspace_id", "name", "access_mode", "created_by_id"],
-        [uuid_of(row[0]), workspace_id, row[2], row[3], row[4]],
+        ["id", "workspace_id", "name", *more],
+        [uuid_of(project_id), workspace_pk, name, *more.values()],
     )
     project.workspace = workspace
     return project
+
+
+def _project_from_row(row: Sequence[Any]) -> Project:
+    """A Project (with its Workspace) from a row of ``_ACCESS_SQL``."""
+    return project_from_values(
+        project_id=row[0],
+        workspace_id=row[1],
+        name=row[2],
+        workspace_name=row[5],
+        access_mode=row[3],
+        created_by_id=row[4],
+    )
 
 
 def readable_projects(principal: Principal) -> QuerySet[Project]:
