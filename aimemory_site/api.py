@@ -10,8 +10,9 @@ from __future__ import annotations
 from ninja import NinjaAPI
 
 from aimemory_site.lib.api import BearerAuth, error_handlers_install
+from aimemory_site.onstart.api import hooks_router
+from aimemory_site.onstart.api import router as onstart_router
 from messaging.api import router as messaging_router
-from projects.api import hooks_router
 from projects.api import router as projects_router
 from projects.auth import principal_from_authorization
 
@@ -26,6 +27,7 @@ api = NinjaAPI(
     urls_namespace="api",
 )
 error_handlers_install(api)
+api.add_router("", onstart_router)
 api.add_router("", projects_router)
 api.add_router("", messaging_router)
 

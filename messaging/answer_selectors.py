@@ -17,9 +17,9 @@ from typing import cast
 from django.conf import settings
 from django.db.models import Case, Value, When
 
+from aimemory_site.lib.decisions import Decision, DecisionReply, decision_reply_subject
 from aimemory_site.lib.errors import AppError, BadRequest, Code, Forbidden
 from aimemory_site.lib.principal import Principal
-from messaging.decisions import Decision, DecisionReply, decision_reply_subject
 from messaging.models import Message
 from projects.access import Level, project_level, readable_projects
 from projects.models import Grant, Project

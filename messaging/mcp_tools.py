@@ -1,4 +1,4 @@
-"""The messaging MCP tools and ``memory_briefing``: thin adapters over the services.
+"""The messaging MCP tools: thin adapters over the services.
 
 Each tool resolves the caller's scope (DESIGN.md section 6), lets ``scope_require_named``
 refuse what must not act on a guessed project, and calls the service or selector that
@@ -34,7 +34,6 @@ from messaging.services import (
     message_send,
     request_id_parse,
 )
-from projects.briefing import briefing_get
 from projects.scope import scope_annotate, scope_of_call, scope_require_named
 
 
@@ -103,10 +102,6 @@ def status(call: ToolCall) -> dict[str, Any]:
         message_id=message_id_required(call.required_text("message_id")),
     )
     return scope_annotate(status_payload(message), scope)
-
-
-def briefing(call: ToolCall) -> dict[str, Any]:
-    return briefing_get(principal=call.principal, scope=scope_of_call(call))
 
 
 MESSAGING_TOOLS = (
@@ -219,16 +214,6 @@ MESSAGING_TOOLS = (
             "message_id",
         ),
         handler=status,
-        annotations=READS,
-    ),
-    Tool(
-        name="memory_briefing",
-        description=(
-            "Which project this session works in and how many messages wait in its inbox. "
-            "Call it when you start work or are unsure which workspace and project to pass."
-        ),
-        input_schema=object_schema({"workspace": OWN_WORKSPACE, "project": OWN_PROJECT}),
-        handler=briefing,
         annotations=READS,
     ),
 )

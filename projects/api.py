@@ -1,5 +1,6 @@
-"""JSON API routes of the projects app: sessions, the hook block, the briefing, handoffs
-and pages. Thin adapters: each calls the service or selector that holds the rule."""
+"""JSON API routes of the projects app: handoffs and pages. Thin adapters: each calls the
+service or selector that holds the rule. The session start, the hook block and the
+briefing are the on-start composition's (``aimemory_site.onstart.api``)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Router
 
 from aimemory_site.lib.api import NameText, PagePathText, errors, principal_of
-from aimemory_site.lib.fetch_metadata import browser_marks_cross_site
-from projects.briefing import briefing_get
 from projects.handoffs import handoff_create, handoff_list, handoff_row
-from projects.onstart import onstart_for_hook, onstart_for_session_start
 from projects.pages import (
     page_list,
     page_not_found,
@@ -20,67 +18,16 @@ from projects.pages import (
     page_write,
 )
 from projects.schemas import (
-    BriefingOut,
     HandoffCreateIn,
     HandoffCreateOut,
     HandoffListOut,
-    OnStartOut,
     PageListOut,
     PageReadOut,
     PageWriteIn,
     PageWriteOut,
-    SessionIdQuery,
-    SessionStartIn,
 )
-from projects.scope import scope_resolve
 
-router = Router(tags=["sessions"])
-hooks_router = Router(tags=["hooks"])
-
-
-@router.post("/sessions", response={200: OnStartOut, **errors(404, 409, body=True)})
-def sessions_start(request: HttpRequest, payload: SessionStartIn) -> HttpResponse:
-    """Register a lifecycle-hook session (creating the project if new); return the on-start
-    block. Only a new session claims the project's next handoff: not a ``resume``,
-    ``compact`` or ``init`` start, nor a session id that started before."""
-    block = onstart_for_session_start(
-        principal=principal_of(request),
-        workspace=payload.workspace,
-        project=payload.project,
-        session_id=payload.session_id,
-        agent=payload.agent,
-        source=payload.source,
-        inject_brief=payload.inject_brief,
-        cross_site=browser_marks_cross_site(request),
-    )
-    return JsonResponse(block)
-
-
-@router.get("/briefing", response={200: BriefingOut, **errors(404)}, tags=["messages"])
-def briefing(request: HttpRequest, workspace: NameText, project: NameText) -> HttpResponse:
-    """The project's briefing: its scope, how many messages wait, and its brief."""
-    principal = principal_of(request)
-    scope = scope_resolve(
-        principal=principal, workspace=workspace, project=project, session_id=None
-    )
-    return JsonResponse(briefing_get(principal=principal, scope=scope))
-
-
-@hooks_router.get("/handoff", response={200: OnStartOut, **errors(404)})
-def handoff(
-    request: HttpRequest, workspace: NameText, project: NameText, session_id: SessionIdQuery = ""
-) -> HttpResponse:
-    """The on-start block for an existing project; creates no project. Without a
-    ``session_id`` it claims nothing; with one it is that session's start, and a writer's
-    new session claims the next handoff, except from a page a browser marks cross-site."""
-    block = onstart_for_hook(
-        principal=principal_of(request),
-        workspace=workspace,
-        project=project,
-        session_id=session_id,
-        cross_site=browser_marks_cross_site(request),
-    )
-    return JsonResponse(block)
+router = Router()
 
 
 @router.post(

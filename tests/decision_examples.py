@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from messaging.decisions import decision_body_write, decision_subject
+from aimemory_site.lib.decisions import decision_body_write, decision_subject
 
 MERGE_QUESTION = "Merge the export branch?"
 MERGE_SUBJECT = decision_subject(MERGE_QUESTION)

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,20 @@ def test_the_contracts_hold_on_the_code_as_it_is(tmp_path: Path) -> None:
         ("aimemory_site/lib/errors.py", "import projects.models", "The library imports no app"),
         ("aimemory_site/cli/messages.py", "import django.conf", "CLI client commands"),
         ("aimemory_site/cli/scope.py", "import projects.scope", "CLI client commands"),
+        ("messaging/services.py", "import aimemory_site.middleware", "The apps and the library"),
+        (
+            "projects/services.py",
+            "import aimemory_site.rate_limit_middleware",
+            "The apps and the library",
+        ),
+        (
+            "aimemory_site/lib/errors.py",
+            "import aimemory_site.settings",
+            "The apps and the library",
+        ),
+        ("projects/services.py", "import aimemory_site.onstart.services", "Layers"),
+        ("messaging/selectors.py", "import aimemory_site.onstart.selectors", "Layers"),
+        ("aimemory_site/lib/decisions.py", "import django.conf", "The decisions parser"),
     ],
     ids=[
         "projects-up-to-messaging",
@@ -82,6 +97,12 @@ def test_the_contracts_hold_on_the_code_as_it_is(tmp_path: Path) -> None:
         "lib-to-app",
         "cli-django",
         "cli-app",
+        "messaging-to-middleware",
+        "projects-to-rate-limit-middleware",
+        "lib-to-settings",
+        "projects-up-to-onstart",
+        "messaging-up-to-onstart",
+        "decisions-parser-django",
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(
@@ -92,3 +113,51 @@ def test_a_forbidden_import_breaks_its_contract(
     assert output.startswith("exit 1"), output
     broken = [row for row in output.splitlines() if row.endswith("BROKEN") or " BROKEN " in row]
     assert any(row.startswith(contract) for row in broken), output
+
+
+def _contract_modules() -> set[str]:
+    """Every module a contract in ``pyproject.toml`` names, as a layer or a source or
+    forbidden module."""
+    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    named: set[str] = set()
+    for contract in config["tool"]["importlinter"]["contracts"]:
+        for layer in contract.get("layers", []):
+            named.update(part.strip() for part in layer.replace(":", "|").split("|"))
+        named.update(contract.get("source_modules", []))
+        named.update(contract.get("forbidden_modules", []))
+    return named
+
+
+def _modules_of(package: str) -> list[str]:
+    root = REPO_ROOT / package
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(REPO_ROOT).with_suffix("").parts
+        if "migrations" in parts:
+            continue
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found.append(".".join(parts))
+    return found
+
+
+def test_every_module_sits_inside_a_contract() -> None:
+    """A module no contract names could import anything: each one (or a package above it
+    other than the root ``aimemory_site``) is a layer or a contract's module."""
+    named = _contract_modules() - {"aimemory_site"}
+    loose = [
+        module
+        for package in PACKAGES
+        for module in _modules_of(package)
+        if module != "aimemory_site"
+        and not any(module == name or module.startswith(name + ".") for name in named)
+    ]
+
+    assert loose == [], loose
+
+
+def test_no_contract_ignores_an_import() -> None:
+    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    contracts = config["tool"]["importlinter"]["contracts"]
+
+    assert [c["name"] for c in contracts if c.get("ignore_imports")] == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from webui import decisions, views
+from webui import decision_views, views
 
 app_name = "webui"
 
@@ -22,7 +22,7 @@ urlpatterns = [
     # The one page with a form: it sends a decision-reply, never pops or cancels.
     path(
         "web/w/<str:workspace>/<str:project>/decisions/<uuid:question_id>/",
-        decisions.decision_detail,
+        decision_views.decision_detail,
         name="decision",
     ),
 ]

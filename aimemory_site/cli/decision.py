@@ -1,13 +1,11 @@
-"""``ai-memory decision ask|answer|wait``: operator decisions over the mailbox (DESIGN.md
-section 12).
+"""``ai-memory decision ask|answer|wait``: operator decisions over the mailbox.
 
 A question is an ordinary message whose subject and body follow the decision convention;
 the answer is an ordinary send back to the asker, and ``wait`` polls the asker's inbox for
-it. The text is written by ``messaging.decisions``, the one writer every surface shares: it
-imports no Django, so this client module may use it (the import-linter contract allows
-exactly that import). It loads YAML, about 15% of the CLI's start-up, and ``main`` imports
-this module for every command, the session-start hook's included: so only the decision
-commands import it, when they run.
+it. The text is written by ``aimemory_site.lib.decisions``, the one writer every surface
+shares: it imports no Django, so this client module may use it. It loads YAML, about 15%
+of the CLI's start-up, and ``main`` imports this module for every command, the
+session-start hook's included: so only the decision commands import it, when they run.
 """
 
 from __future__ import annotations
@@ -112,7 +110,7 @@ def question_options(options: Sequence[OptionArg], recommended: str | None) -> l
 def accepted_reply(message: Message, question_id: str) -> bool:
     """Whether ``message`` is an answer to ``question_id`` that the server accepted at
     send. Any other reply (a forged one, one that does not parse) is ordinary mail."""
-    from messaging.decisions import decision_reply_subject
+    from aimemory_site.lib.decisions import decision_reply_subject
 
     reply = message.get("decision_reply")
     return (
@@ -160,7 +158,7 @@ def _send(client: ApiClient, payload: dict[str, str]) -> dict[str, Any]:
 
 
 def run_ask(args: argparse.Namespace) -> int:
-    from messaging.decisions import decision_body_write, decision_parse, decision_subject
+    from aimemory_site.lib.decisions import decision_body_write, decision_parse, decision_subject
 
     question: str = args.question.strip()
     if not question:
@@ -204,7 +202,7 @@ def run_ask(args: argparse.Namespace) -> int:
 
 
 def run_answer(args: argparse.Namespace) -> int:
-    from messaging.decisions import decision_reply_subject, decision_reply_write
+    from aimemory_site.lib.decisions import decision_reply_subject, decision_reply_write
 
     mailbox = current_scope(args.workspace, args.project)
     client = ApiClient.from_environment()

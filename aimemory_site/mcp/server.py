@@ -48,6 +48,7 @@ from aimemory_site.mcp.protocol import (
     rpc_result,
     unsupported_version,
 )
+from aimemory_site.onstart.mcp_tools import ONSTART_TOOLS
 from messaging.mcp_tools import MESSAGING_TOOLS
 from projects.mcp_tools import PROJECT_TOOLS
 
@@ -62,7 +63,9 @@ def _package_version() -> str:
 
 
 SERVER_INFO = {"name": "ai-memory", "version": _package_version()}
-TOOLS: dict[str, Tool] = {tool.name: tool for tool in (*MESSAGING_TOOLS, *PROJECT_TOOLS)}
+TOOLS: dict[str, Tool] = {
+    tool.name: tool for tool in (*MESSAGING_TOOLS, *ONSTART_TOOLS, *PROJECT_TOOLS)
+}
 
 # How the caller names its lifecycle-hook session (DESIGN.md section 6).
 SESSION_ID_HEADER = "X-Memory-Actor-Session-Id"

@@ -22,8 +22,8 @@ from pytest_django.live_server_helper import LiveServer
 from aimemory_site.cli import decision
 from aimemory_site.cli.decision import next_pause, oldest_reply, option_arg
 from aimemory_site.cli.main import main
+from aimemory_site.lib.decisions import decision_body_write, decision_subject
 from aimemory_site.lib.principal import Principal
-from messaging.decisions import decision_body_write, decision_subject
 from messaging.models import Message
 from projects.services import project_get_or_create
 from tests.conftest import Persona, make_project

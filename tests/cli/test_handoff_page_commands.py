@@ -18,8 +18,8 @@ from aimemory_site.cli.knowledge import (
     page_body_text,
 )
 from aimemory_site.cli.scope import Scope
+from aimemory_site.onstart.services import scope_line
 from projects.models import Handoff, Page
-from projects.onstart import scope_line
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 MakeRepo = Callable[[str], Path]

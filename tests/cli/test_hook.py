@@ -12,8 +12,8 @@ import pytest
 from pytest_django.live_server_helper import LiveServer
 
 from aimemory_site.cli.hook import detect_agent, session_payload
+from aimemory_site.onstart.services import scope_line
 from projects.models import AgentSession, Project
-from projects.onstart import scope_line
 from tests.conftest import Persona
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]

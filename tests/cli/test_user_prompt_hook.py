@@ -20,8 +20,8 @@ from aimemory_site.cli.hook import (
     prune_announced,
     session_key,
 )
+from aimemory_site.onstart.services import scope_line
 from projects.models import AgentSession
-from projects.onstart import scope_line
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 MakeRepo = Callable[[str], Path]

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
+from aimemory_site.lib.decisions import (
+    decision_reply_subject,
+    decision_reply_write,
+)
 from aimemory_site.lib.mcp_tool import Tool, ToolCall
 from aimemory_site.lib.principal import Principal
 from aimemory_site.mcp import server
 from messaging import services
-from messaging.decisions import (
-    decision_reply_subject,
-    decision_reply_write,
-)
 from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
 from projects.models import AgentSession, Project

@@ -14,12 +14,12 @@ import pytest
 from django.contrib.auth.models import User
 from pytest_django.fixtures import Settings as SettingsWrapper
 
+from aimemory_site.lib.decisions import decision_body_write, decision_reply_parse, decision_subject
 from aimemory_site.lib.errors import AppError, BadRequest, Conflict, Forbidden, NotFound
 from aimemory_site.lib.principal import Principal
 from messaging.admission import AdmissionRefused
 from messaging.answer_selectors import decision_replies
-from messaging.answers import decision_answer
-from messaging.decisions import decision_body_write, decision_reply_parse, decision_subject
+from messaging.answer_services import decision_answer
 from messaging.models import Message
 from messaging.services import message_cancel, message_pop, message_send
 from projects.models import Grant, Project

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from aimemory_site.onstart.services import scope_line
 from messaging.models import Message
 from projects.models import Project
-from projects.onstart import scope_line
 from tests.conftest import ApiCall
 from tests.messaging.conftest import send
 

@@ -13,9 +13,9 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 from pytest_django.live_server_helper import LiveServer
 
+from aimemory_site.lib.decisions import decision_body_write, decision_subject
 from aimemory_site.lib.principal import Principal
-from messaging.answers import decision_answer
-from messaging.decisions import decision_body_write, decision_subject
+from messaging.answer_services import decision_answer
 from messaging.models import Message
 from messaging.services import message_cancel, message_pop, message_send
 from projects.models import Grant, Project

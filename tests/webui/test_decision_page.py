@@ -20,8 +20,8 @@ from django.test import Client, RequestFactory
 from django.utils import timezone
 from pytest_django.fixtures import Settings as SettingsWrapper
 
+from aimemory_site.lib.decisions import decision_body_write, decision_subject
 from aimemory_site.lib.principal import Principal
-from messaging.decisions import decision_body_write, decision_subject
 from messaging.models import Message
 from messaging.services import message_cancel, message_pop, message_send
 from projects.models import Grant, Project

@@ -7,8 +7,8 @@ import re
 import pytest
 from django.test import Client
 
+from aimemory_site.lib.decisions import decision_body_write
 from aimemory_site.lib.principal import Principal
-from messaging.decisions import decision_body_write
 from messaging.models import Message
 from messaging.services import message_pop
 from projects.models import Project

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from aimemory_site.onstart.services import scope_line
 from projects.models import Activity, AgentSession, Project, Workspace
-from projects.onstart import scope_line
 from tests.conftest import ApiCall, Persona
 
 pytestmark = pytest.mark.django_db

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 
+from aimemory_site.lib.decisions import decision_reply_subject, decision_reply_write
 from aimemory_site.lib.errors import BadRequest, Code, Conflict
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.text import text_invalid
@@ -22,7 +23,6 @@ from messaging.answer_selectors import (
     not_a_pending_decision,
     reply_accepted,
 )
-from messaging.decisions import decision_reply_subject, decision_reply_write
 from messaging.models import Message
 from messaging.services import Sent, idempotency_key_parse, message_send
 from projects.access import Level, project_access

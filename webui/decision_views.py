@@ -1,7 +1,7 @@
 """The decision answer page, ``/web/w/<ws>/<proj>/decisions/<id>/`` (DESIGN.md section 12).
 
 The one web page that writes: an answer is a new ``decision-reply:`` message sent by
-``messaging.answers.decision_answer``, never a pop or a cancel of the question, so the
+``messaging.answer_services.decision_answer``, never a pop or a cancel of the question, so the
 claim-once queue stays out of a browser's reach. CSRF-protected like any Django form.
 """
 
@@ -23,7 +23,7 @@ from django.views.decorators.http import require_http_methods
 from aimemory_site.lib.errors import AppError, NotFound
 from aimemory_site.lib.principal import Principal
 from messaging.answer_selectors import DecisionPage, decision_page
-from messaging.answers import decision_answer
+from messaging.answer_services import decision_answer
 from projects.auth import auth_enabled
 from webui.selectors import ProjectName
 
@@ -157,7 +157,7 @@ def _render(
         "error": error,
         "chosen": chosen,
         "comment": comment,
-        # One key per rendered form: a double submit is one answer (messaging.answers).
+        # One key per rendered form: a double submit is one answer (messaging.answer_services).
         "answer_key": secrets.token_urlsafe(16),
     }
     if found is not None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from messaging.decisions import (
+from aimemory_site.lib.decisions import (
     decision_body_write,
     decision_parse,
     decision_reply_parse,

@@ -1,4 +1,5 @@
-"""The on-start block a lifecycle hook prints into a new agent session (DESIGN.md 10)."""
+"""The on-start block a lifecycle hook prints into a new agent session: the handoff it
+claimed, the brief, the inbox notice, and the scope line that names the project."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from aimemory_site.lib.session_sources import (
 from messaging.notices import inbox_notice
 from messaging.selectors import message_pending_count
 from projects.access import Level, project_access, project_level_of
-from projects.brief import brief_compile
+from projects.brief_selectors import brief_compile
 from projects.handoffs import handoff_claim, handoff_payload, handoff_text
 from projects.models import AgentSession, Project
 from projects.services import session_start

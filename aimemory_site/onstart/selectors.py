@@ -7,7 +7,7 @@ from typing import Any
 from aimemory_site.lib.principal import Principal
 from messaging.selectors import message_pending_count
 from projects.access import Level, project_access
-from projects.brief import brief_compile
+from projects.brief_selectors import brief_compile
 from projects.scope import ResolvedScope, scope_hint
 
 
