@@ -27,6 +27,7 @@ writer waits its turn however long it takes, and the busy timeout is the configu
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import logging
@@ -35,6 +36,7 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from time import monotonic, sleep
 from typing import Any
 
@@ -439,12 +441,26 @@ class DatabaseWrapper(base.DatabaseWrapper):
         return min(self._configured_busy_timeout_ms, steps * _BUSY_TIMEOUT_STEP_MS)
 
     def get_new_connection(self, conn_params: Any) -> Any:
+        self._make_database_dir(conn_params)
         wanted = self._wanted_busy_timeout_ms()
         connection = super().get_new_connection({**conn_params, "timeout": wanted / 1000})
         self._busy_timeout_ms = wanted
         if self._writer_lock_path() is not None:
             connection.execute("PRAGMA wal_autocheckpoint = 0")  # see CHECKPOINT_EVERY_COMMITS
         return connection
+
+    @staticmethod
+    def _make_database_dir(conn_params: Any) -> None:
+        """Make the database file's directory on the first connection: the settings no
+        longer make the data dir on import (``ai-memory manage`` run in the wrong place
+        must leave nothing behind), so a first ``migrate`` would otherwise find no
+        directory for the file. A path that cannot be made is left for sqlite3's own
+        error."""
+        name = str(conn_params.get("database", ""))
+        if not name or name == ":memory:" or name.startswith("file:"):
+            return
+        with contextlib.suppress(OSError):
+            Path(name).resolve().parent.mkdir(parents=True, exist_ok=True)
 
     def create_cursor(self, name: Any | None = None) -> Any:
         wanted = self._wanted_busy_timeout_ms()
