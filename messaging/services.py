@@ -20,6 +20,7 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections,
 from django.db.models import Q
 from django.utils import timezone
 
+from aimemory_site.lib.decisions import decision_parse, decision_reply_parse
 from aimemory_site.lib.errors import BadRequest, Code, Conflict
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.scrubbing import CleanText, scrubber_configured, text_clean
@@ -37,7 +38,6 @@ from aimemory_site.lib.sql import (
 from messaging.admission import admission_decide, admission_observe
 from messaging.admission_config import MESSAGE_CANCEL, MESSAGE_POP, MESSAGE_SEND
 from messaging.answer_selectors import reply_verdict
-from messaging.decisions import decision_parse, decision_reply_parse
 from messaging.limits import (
     BODY_MAX_CHARS,
     MAX_PENDING_PER_INBOX,
