@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
 .DEFAULT_GOAL := help
-.PHONY: help serve test test-fast check fmt bench install clean
+.PHONY: help serve test test-fast check fmt bench docs install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,10 @@ fmt: $(STAMP)
 ## bench: measure and write docs/benchmarks.md (not part of CI)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
+
+## docs: write the generated tables of docs/reference.md from the code
+docs: $(STAMP)
+	$(BIN)/python -m tools.docs
 
 ## clean: remove the virtualenv, data and caches
 clean:

@@ -17,6 +17,7 @@ import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
 from aimemory_site.lib.binding import is_loopback
+from aimemory_site.lib.environment import declared
 from aimemory_site.lib.origin import allowed_origins_parse
 from aimemory_site.lib.server_location import (
     SECRET_KEY_FILE_NAME,
@@ -45,7 +46,7 @@ STATIC_SOURCE_DIR = _shipped_dir("static")
 
 def env_bool(name: str, default: bool = False) -> bool:
     """Read a boolean variable strictly: anything but a known spelling is an error."""
-    raw = os.environ.get(name, "").strip().lower()
+    raw = os.environ.get(declared(name), "").strip().lower()
     if raw == "":
         return default
     if raw in {"1", "true", "yes", "on"}:
@@ -56,11 +57,11 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 
 def env_str(name: str, default: str = "") -> str:
-    return os.environ.get(name, "").strip() or default
+    return os.environ.get(declared(name), "").strip() or default
 
 
 def env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
+    raw = os.environ.get(declared(name), "").strip()
     if raw == "":
         return default
     try:

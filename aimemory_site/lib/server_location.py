@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from aimemory_site.lib.environment import declared
+
 DATA_DIR_ENV = "AI_MEMORY_DATA_DIR"
 DATABASE_URL_ENV = "DATABASE_URL"
 SECRET_KEY_ENV = "SECRET_KEY"
@@ -25,7 +27,7 @@ POSTGRESQL_DEFAULT_PORT = 5432
 
 
 def _env(name: str) -> str:
-    return os.environ.get(name, "").strip()
+    return os.environ.get(declared(name), "").strip()
 
 
 def data_dir() -> Path:
