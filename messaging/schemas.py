@@ -4,6 +4,8 @@ from ninja import Field, Schema
 from pydantic import ConfigDict, StrictBool
 
 from aimemory_site.lib.api import BodyIn, NameText, NonBlankText, RetryIdText, UuidText
+from aimemory_site.lib.limits import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_LIMIT_MIN
+from messaging.limits import BODY_MAX_CHARS, RETRY_ID_MAX_CHARS, SUBJECT_MAX_CHARS
 
 
 class MessageSendIn(BodyIn):
@@ -11,24 +13,28 @@ class MessageSendIn(BodyIn):
     to_project: NameText
     from_workspace: NameText
     from_project: NameText
-    subject: str | None = Field(None, description="One line; at most 200 characters kept.")
+    subject: str | None = Field(
+        None, description=f"One line; at most {SUBJECT_MAX_CHARS} characters kept."
+    )
     body: NonBlankText = Field(
         description="A self-contained request: the recipient cannot see your project. "
-        "Secrets are scrubbed; at most 8,000 characters are kept."
+        f"Secrets are scrubbed; at most {BODY_MAX_CHARS:,} characters are kept."
     )
     in_reply_to: UuidText | None = Field(
         None, description="The id of a message this project sent or received, answered here."
     )
     idempotency_key: RetryIdText | None = Field(
         None,
-        description="1-200 characters. A retry with the same key within 24 hours writes "
-        "nothing and answers the first send.",
+        description=f"1-{RETRY_ID_MAX_CHARS} characters. A retry with the same key within "
+        "24 hours writes nothing and answers the first send.",
     )
 
 
 class MessageSendOut(Schema):
     message_id: str
-    omitted_chars: int = Field(description="Characters the 8,000-character cap dropped.")
+    omitted_chars: int = Field(
+        description=f"Characters the {BODY_MAX_CHARS:,}-character cap dropped."
+    )
     redactions: int = Field(description="Secrets scrubbed from subject and body.")
     idempotent_replay: bool = Field(
         description="True when the idempotency_key was used within 24 hours: nothing new "
@@ -104,7 +110,9 @@ class MessageListQuery(Schema):
     project: NameText
     # Documented, not validated: the domain answers another box with 400 invalid_box.
     box: str = Field("inbox", json_schema_extra={"enum": ["inbox", "outbox"]})
-    limit: int = Field(50, description="Clamped to 1..200.")
+    limit: int = Field(
+        LIST_LIMIT_DEFAULT, description=f"Clamped to {LIST_LIMIT_MIN}..{LIST_LIMIT_MAX}."
+    )
 
 
 class MessageListOut(Schema):
@@ -117,8 +125,8 @@ class MessagePopIn(BodyIn):
     message_id: UuidText | None = None
     request_id: RetryIdText | None = Field(
         None,
-        description="1-200 characters. A retry with the same id within 24 hours answers "
-        "what the first pop claimed and claims nothing new.",
+        description=f"1-{RETRY_ID_MAX_CHARS} characters. A retry with the same id within "
+        "24 hours answers what the first pop claimed and claims nothing new.",
     )
 
 
