@@ -8,15 +8,10 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Router
 
 from aimemory_site.lib.api import NameText, PagePathText, errors, principal_of
-from projects.handoffs import handoff_create, handoff_list, handoff_row
-from projects.pages import (
-    page_list,
-    page_not_found,
-    page_payload,
-    page_read,
-    page_row,
-    page_write,
-)
+from projects.handoff_selectors import handoff_list, handoff_row
+from projects.handoff_services import handoff_create
+from projects.page_selectors import page_list, page_not_found, page_payload, page_read, page_row
+from projects.page_services import page_write
 from projects.schemas import (
     HandoffCreateIn,
     HandoffCreateOut,

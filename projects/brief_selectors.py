@@ -4,7 +4,7 @@ arrival, from the project's own pages, within a fixed budget."""
 from __future__ import annotations
 
 from projects.models import Page, Project
-from projects.pages import pages_of
+from projects.page_selectors import pages_of
 
 BRIEF_MAX_CHARS = 12_000
 BRIEF_POINTERS = 10

@@ -1,5 +1,5 @@
-"""The handoff and page MCP tools: thin adapters over ``projects.handoffs`` and
-``projects.pages``. Descriptions are short on purpose: every agent pays for them."""
+"""The handoff and page MCP tools: thin adapters over the handoff and page services and
+selectors. Descriptions are short on purpose: every agent pays for them."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from aimemory_site.lib.mcp_tool import (
     ToolCall,
     object_schema,
 )
-from projects.handoffs import handoff_create
-from projects.pages import page_list, page_payload, page_read, page_row, page_write
+from projects.handoff_services import handoff_create
+from projects.page_selectors import page_list, page_payload, page_read, page_row
+from projects.page_services import page_write
 from projects.scope import scope_annotate, scope_of_call, scope_require_named
 
 

@@ -24,7 +24,7 @@ from messaging.payloads import decision_reply_payload
 from messaging.selectors import message_pending_count, pending_count_expression
 from projects.access import readable_projects
 from projects.models import Activity, Page, Project
-from projects.pages import PAGE_LIST_LIMIT, pages_of
+from projects.page_selectors import PAGE_LIST_LIMIT, pages_of
 
 MAILBOX_LIMIT = 5
 SUMMARY_NAMED_LIMIT = 5

@@ -18,7 +18,8 @@ from messaging.notices import inbox_notice
 from messaging.selectors import message_pending_count
 from projects.access import Level, project_access, project_level_of
 from projects.brief_selectors import brief_compile
-from projects.handoffs import handoff_claim, handoff_payload, handoff_text
+from projects.handoff_selectors import handoff_payload, handoff_text
+from projects.handoff_services import handoff_claim
 from projects.models import AgentSession, Project
 from projects.services import session_start
 

@@ -13,7 +13,7 @@ import pytest
 from pytest_django.live_server_helper import LiveServer
 
 from aimemory_site.lib.principal import Principal
-from projects.handoffs import handoff_create
+from projects.handoff_services import handoff_create
 from projects.models import Handoff, Project
 from tests.cli.conftest import MakeRepo, RunCli
 from tests.conftest import Persona, make_project

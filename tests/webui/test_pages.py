@@ -10,7 +10,7 @@ from django.test import Client
 
 from aimemory_site.lib.principal import Principal
 from projects.models import Page, Project
-from projects.pages import page_write
+from projects.page_services import page_write
 from tests.conftest import Persona, make_project
 from tests.webui.conftest import (
     cards,

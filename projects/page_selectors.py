@@ -1,24 +1,20 @@
-"""Pages: a project's knowledge at paths (DESIGN.md section 10). A page is never mail: no
-reader here touches messages, and no message reader touches pages."""
+"""Page reads: one page, a project's listing, and the shapes they are answered in, with
+the path rule reads and writes share. A page is never mail: no reader here touches
+messages, and no message reader touches pages. The writes are ``projects.page_services``."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.db.models.functions import Length
-from django.utils import timezone
 
 from aimemory_site.lib.errors import BadRequest, Code, NotFound
-from aimemory_site.lib.limits import PAGE_BODY_MAX_CHARS
 from aimemory_site.lib.principal import Principal
-from aimemory_site.lib.scrubbing import text_clean
 from aimemory_site.lib.timestamps import rfc3339
 from projects.access import Level, project_access
-from projects.models import Activity, AgentSession, Page, Project
-from projects.services import activity_record, session_agent
+from projects.models import Page, Project
 
 PAGE_PATH_MAX_CHARS = 200
 PAGE_LIST_LIMIT = 200
@@ -42,52 +38,6 @@ def page_path_parse(path: str) -> str:
             code=Code.INVALID_PAGE_PATH,
         )
     return path
-
-
-def page_write(
-    *,
-    principal: Principal,
-    workspace: str,
-    project: str,
-    path: str,
-    body: str,
-    pinned: bool = False,
-    session: AgentSession | None = None,
-) -> tuple[str, bool]:
-    """Write the page at ``path`` (replacing its body if it exists); return its path and
-    whether it is new. Needs write. The body is scrubbed and capped at 16,000 chars;
-    Recent Activity records the write, never the body."""
-    target = project_access(principal, workspace, project, need=Level.WRITE)
-    path = page_path_parse(path)
-    if not body.strip():
-        raise BadRequest("body must not be empty", code=Code.EMPTY_BODY)
-    clean = text_clean(body, cap=PAGE_BODY_MAX_CHARS, label="page body")
-    agent = session_agent(session)
-    fields = {
-        "body": clean.text,
-        "pinned": pinned,
-        "updated_at": timezone.now(),
-        "updated_by_agent": agent,
-        "updated_by_user": principal.owner_name or "",
-    }
-    with transaction.atomic():
-        updated = Page.objects.filter(project=target, path=path).update(**fields)
-        created = False
-        if not updated:
-            try:
-                # A savepoint: a concurrent first write of the path wins the unique key.
-                with transaction.atomic():
-                    Page.objects.create(project=target, path=path, **fields)
-                created = True
-            except IntegrityError:
-                Page.objects.filter(project=target, path=path).update(**fields)
-        activity_record(
-            project=target,
-            kind=Activity.Kind.PAGE_WRITTEN,
-            actor=f"{principal.display_name} ({agent})",
-            summary=f"page {path} {'created' if created else 'updated'}",
-        )
-    return path, created
 
 
 def page_read(*, principal: Principal, workspace: str, project: str, path: str) -> Page | None:

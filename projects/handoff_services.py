@@ -1,28 +1,22 @@
-"""Handoffs: a single-use note from one session to the next one in the same project
-(DESIGN.md section 10). Writes and reads live here together, as they are few."""
+"""Handoff writes: leave a single-use note for the next session of a project, and claim
+it, exactly once, at that session's start. The reads are ``projects.handoff_selectors``."""
 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models.functions import Length
 from django.utils import timezone
 
-from aimemory_site.lib.ages import age_text
 from aimemory_site.lib.errors import BadRequest, Code
 from aimemory_site.lib.limits import HANDOFF_BODY_MAX_CHARS
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.scrubbing import text_clean
 from aimemory_site.lib.sql import claim_oldest_sql, db_value
-from aimemory_site.lib.timestamps import rfc3339
 from projects.access import Level, project_access
 from projects.models import Activity, AgentSession, Handoff, Project
 from projects.services import activity_record, session_agent
-
-HANDOFF_LIST_LIMIT = 50
 
 
 def handoff_create(
@@ -97,56 +91,3 @@ def handoff_claim(*, project: Project, session: AgentSession | None) -> Handoff 
     handoff = claimed[0]
     handoff.project = project
     return handoff
-
-
-def handoff_list(*, principal: Principal, workspace: str, project: str) -> list[Handoff]:
-    """The project's handoffs, newest first, at most 50. Needs read; never claims."""
-    target = project_access(principal, workspace, project, need=Level.READ)
-    return list(
-        Handoff.objects.filter(project=target)
-        .defer("body")
-        .annotate(chars=Length("body"))
-        .order_by("-created_at", "-id")[:HANDOFF_LIST_LIMIT]
-    )
-
-
-def handoff_state(handoff: Handoff) -> str:
-    """``open``, ``claimed`` or ``expired`` (an open handoff past its time is expired)."""
-    if handoff.state == Handoff.State.OPEN and handoff.expires_at <= timezone.now():
-        return Handoff.State.EXPIRED
-    return handoff.state
-
-
-def handoff_row(handoff: Handoff) -> dict[str, Any]:
-    """A handoff of ``handoff_list`` as ``GET /api/v1/handoffs`` lists it: no body."""
-    chars: int = handoff.chars  # type: ignore[attr-defined]  # annotated by handoff_list
-    return {
-        "id": str(handoff.id),
-        "state": handoff_state(handoff),
-        "created_at": rfc3339(handoff.created_at),
-        "expires_at": rfc3339(handoff.expires_at),
-        "claimed_at": rfc3339(handoff.claimed_at),
-        "from_agent": handoff.from_agent,
-        "chars": chars,
-    }
-
-
-def handoff_payload(handoff: Handoff) -> dict[str, Any]:
-    """A claimed handoff in the on-start JSON (its body included: it is the point)."""
-    return {
-        "id": str(handoff.id),
-        "body": handoff.body,
-        "created_at": rfc3339(handoff.created_at),
-        "expires_at": rfc3339(handoff.expires_at),
-        "from_agent": handoff.from_agent,
-        "from_owner_user": handoff.from_owner_user or None,
-    }
-
-
-def handoff_text(handoff: Handoff, *, workspace: str, project: str) -> str:
-    """The handoff's part of the on-start block (DESIGN.md section 10)."""
-    age = age_text(handoff.created_at, timezone.now())
-    return (
-        f"🤝 ai-memory handoff for {workspace}/{project}, written {age} by "
-        f"{handoff.from_agent}:\n{handoff.body}"
-    )
