@@ -17,7 +17,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 
-from aimemory_site.lib.errors import AppError, Code, error_body
+from aimemory_site.lib.errors import AppError, Code, error_body, rpc_error_body
 
 # The JSON API and the hook route; with MCP, health and discovery, every machine route.
 API_PREFIXES = ("/api/", "/handoff")
@@ -54,11 +54,7 @@ def machine_error_body(path: str, status: int, error: AppError | None = None) ->
         code, text = _TEXTS.get(status, (Code.BAD_REQUEST, "error"))
         error = AppError(text, code=code)
     if path.startswith("/mcp"):
-        return {
-            "jsonrpc": "2.0",
-            "id": None,
-            "error": {"code": status, "message": error.message, "data": {"code": str(error.code)}},
-        }
+        return rpc_error_body(error, status)
     return error_body(error)
 
 

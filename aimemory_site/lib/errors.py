@@ -2,7 +2,8 @@
 
 Services and selectors raise these; each surface (JSON API, MCP, CLI, web) maps them once.
 Every error carries a machine ``code``, an HTTP status and a human message that tells the
-caller what to do. Every JSON error body is built by ``error_body``.
+caller what to do. Every JSON error body is built by ``error_body``, or on ``/mcp`` by
+``rpc_error_body``.
 """
 
 from __future__ import annotations
@@ -142,6 +143,22 @@ class RateLimited(AppError):
 def error_body(exc: AppError, **extra: Any) -> dict[str, Any]:
     """The JSON body of every error answer: ``{"detail": ..., "code": ...}`` (plus extra)."""
     return {"detail": exc.message, "code": str(exc.code), **extra}
+
+
+def rpc_error_body(exc: AppError, status: int | None = None) -> dict[str, Any]:
+    """``exc`` as the JSON-RPC error of ``/mcp`` when no request id is known (the request
+    was refused, or never read). Its JSON-RPC code is the HTTP status it travels with
+    (``status``, else ``exc``'s own): an application code outside the ranges JSON-RPC and
+    MCP reserve. ``data.code`` is the machine code every other surface answers."""
+    return {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": exc.http_status if status is None else status,
+            "message": exc.message,
+            "data": {"code": str(exc.code)},
+        },
+    }
 
 
 def error_response(exc: AppError) -> JsonResponse:

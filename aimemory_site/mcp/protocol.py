@@ -15,7 +15,7 @@ from typing import Any
 
 from django.http import HttpResponse
 
-from aimemory_site.lib.errors import AppError
+from aimemory_site.lib.errors import AppError, rpc_error_body
 
 HANDSHAKE_VERSIONS = ("2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[-1]
@@ -122,11 +122,6 @@ class Reply:
 
 
 def app_error_reply(exc: AppError) -> Reply:
-    """An AppError raised before any request is read (refused Origin, missing bearer).
-
-    It travels with its own HTTP status; the JSON-RPC code is that status too, an
-    application code outside the range JSON-RPC and MCP reserve, and ``data.code`` is the
-    machine code every other surface uses.
-    """
-    error = RpcError(exc.http_status, exc.message, {"code": exc.code})
-    return Reply(exc.http_status, rpc_error(None, error))
+    """An AppError raised before any request is read (refused Origin, missing bearer): it
+    travels with its own HTTP status, in the body every ``/mcp`` error answer shares."""
+    return Reply(exc.http_status, rpc_error_body(exc))
