@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 from django.utils import timezone
 
 from aimemory_site.lib.agents import AGENT_OTHER
 from aimemory_site.lib.ids import uuid7
+from aimemory_site.lib.sql import db_value
 from projects.models import AgentSession, Project
 
 
 class MessageQuerySet(models.QuerySet["Message"]):
-    """The one spelling of "pending in this inbox, oldest first" for every reader."""
+    """The one spelling of "pending in this inbox, oldest first" for every reader (the raw
+    statements read ``PENDING_IN_INBOX_SQL``, below, which says the same)."""
 
     def pending(self) -> MessageQuerySet:
         return self.filter(state=Message.State.PENDING)
@@ -128,6 +132,24 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} ({self.state})"
+
+
+def _column(name: str) -> str:
+    field = Message._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    return field.column
+
+
+# ``Message.objects.inbox_of(project).pending()`` in raw SQL, for the statements the ORM
+# cannot say (the bounded send's count, the pop's claim): a condition on the message
+# table, unaliased, whose parameters are ``pending_in_inbox_params(project_id)``.
+PENDING_IN_INBOX_SQL = f"{_column('to_project')} = %s AND {_column('state')} = %s"
+
+
+def pending_in_inbox_params(project_id: Any) -> list[Any]:
+    """The parameters of ``PENDING_IN_INBOX_SQL`` for the inbox of ``project_id``, as the
+    current connection stores them."""
+    return [db_value(Message, "to_project", project_id), Message.State.PENDING]
 
 
 class PopRequest(models.Model):

@@ -45,7 +45,12 @@ from messaging.limits import (
     RETRY_WINDOW,
     SUBJECT_MAX_CHARS,
 )
-from messaging.models import Message, PopRequest
+from messaging.models import (
+    PENDING_IN_INBOX_SQL,
+    Message,
+    PopRequest,
+    pending_in_inbox_params,
+)
 from projects.access import Level, project_access, project_from_values, projects_access
 from projects.models import Activity, AgentSession, Project, Workspace
 from projects.services import activity_new, activity_record, session_agent
@@ -313,11 +318,7 @@ def _send_statements(message: Message, activities: list[Activity]) -> list[_Stat
     """
     [values] = insert_parts([message])[2]
     activity_values = insert_parts(activities)[2]
-    count_params = [
-        db_value(Message, "to_project", message.to_project_id),
-        Message.State.PENDING,
-        MAX_PENDING_PER_INBOX,
-    ]
+    count_params = [*pending_in_inbox_params(message.to_project_id), MAX_PENDING_PER_INBOX]
     activity_params = [value for row in activity_values for value in row]
     sql = _send_sql(connection.vendor, len(activities))
     if connection.vendor != "postgresql":
@@ -331,7 +332,7 @@ def _send_sql(vendor: str, activity_count: int) -> tuple[str, ...]:
     one query string of two statements on PostgreSQL."""
     table, columns = insert_columns(Message)
     activity_table, activity_columns = insert_columns(Activity)
-    count_sql = f"SELECT COUNT(*) FROM {table} WHERE to_project_id = %s AND state = %s"
+    count_sql = f"SELECT COUNT(*) FROM {table} WHERE {PENDING_IN_INBOX_SQL}"
     field_count = len(Message._meta.concrete_fields)
     if vendor != "postgresql":
         return (
@@ -542,8 +543,7 @@ def _claim_statement(
         session.pk if session is not None else None,
         agent,
         user,
-        db_value(Message, "to_project", inbox.pk),
-        Message.State.PENDING,
+        *pending_in_inbox_params(inbox.pk),
     ]
     if message_id is not None:
         params.append(db_value(Message, "id", message_id))
@@ -616,7 +616,7 @@ def _claim_sql(vendor: str, *, named: bool) -> str:
             "claimed_by_agent",
             "claimed_by_user",
         ],
-        candidates="to_project_id = %s AND state = %s" + (" AND id = %s" if named else ""),
+        candidates=PENDING_IN_INBOX_SQL + (" AND id = %s" if named else ""),
         returning_extra=f", {sender.format(column='p.name')} AS sender_name, "
         f"{sender.format(column='w.id')} AS sender_workspace_id, "
         f"{sender.format(column='w.name')} AS sender_workspace_name",
