@@ -145,7 +145,8 @@ ENVIRONMENT: tuple[EnvironmentVariable, ...] = (
     EnvironmentVariable(
         "ALLOWED_HOSTS",
         Reader.SERVER,
-        "the host names served, comma-separated",
+        "the host names served, comma-separated; on a loopback bind the default keeps a "
+        "page on a rebound DNS name from reaching a local server",
         "the loopback names on a loopback bind, `*` otherwise",
     ),
     EnvironmentVariable(
