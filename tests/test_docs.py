@@ -12,8 +12,12 @@ from pathlib import Path
 import pytest
 
 from aimemory_site.lib.environment import DECLARED_NAMES
+from aimemory_site.lib.errors import AppError
 from aimemory_site.mcp import server
+from aimemory_site.onstart.services import scope_line
 from aimemory_site.settings import env_str
+from messaging.notices import SECURITY_NOTICE, inbox_notice
+from projects.scope import ResolvedScope, ScopeSource, scope_require_named
 from tools.docs import REFERENCE, heading_anchors, render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,6 +74,30 @@ def test_renaming_a_tool_makes_the_reference_stale(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(server, "TOOLS", renamed)
 
     assert not _reference_is_current()
+
+
+def _one_line(markdown: str) -> str:
+    """Markdown prose as one line: quote marks and line breaks gone, spaces collapsed."""
+    return " ".join(re.sub(r"^> ?", "", markdown, flags=re.MULTILINE).split())
+
+
+def _refusal(operation: str) -> str:
+    scope = ResolvedScope("{ws}", "{proj}", ScopeSource.SHARED_SLOT)
+    with pytest.raises(AppError) as refused:
+        scope_require_named(scope, operation)
+    return refused.value.message.replace("by shared_slot,", "by {source},")
+
+
+def test_the_reference_quotes_the_texts_agents_see() -> None:
+    reference = _one_line(REFERENCE.read_text(encoding="utf-8"))
+    texts = [
+        scope_line(workspace="{ws}", project="{proj}"),
+        inbox_notice(count=2, workspace="{ws}", project="{proj}").replace("2 ", "{n} ", 1),
+        SECURITY_NOTICE,
+        *(_refusal(operation) for operation in ("pop", "cancel", "send", "handoff", "write_page")),
+    ]
+
+    assert [text for text in texts if _one_line(text) not in reference] == []
 
 
 def test_reading_an_undeclared_variable_is_refused() -> None:
