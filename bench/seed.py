@@ -38,11 +38,6 @@ from projects.models import Project, Workspace  # noqa: E402
 BODY = "Please add a /v1/export endpoint that streams NDJSON. " * 18
 
 
-def _project(workspace: Workspace, name: str) -> Project:
-    project, _ = Project.objects.get_or_create(workspace=workspace, name=name)
-    return project
-
-
 def _bench() -> Workspace:
     return Workspace.objects.get_or_create(name="bench")[0]
 

@@ -124,11 +124,6 @@ class UnsupportedMediaType(AppError):
     http_status = 415
 
 
-class Invalid(AppError):
-    code = Code.INVALID
-    http_status = 422
-
-
 class RateLimited(AppError):
     """Too many requests; the caller may try again after ``retry_after_s`` seconds."""
 
