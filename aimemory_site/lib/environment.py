@@ -57,8 +57,8 @@ ENVIRONMENT: tuple[EnvironmentVariable, ...] = (
     EnvironmentVariable(
         "AI_MEMORY_ROOT_USERNAME",
         Reader.SERVER,
-        "the name stamped as `from_owner_user` on root's messages; a web user of this name "
-        "counts as root",
+        "the name stamped as `from_owner_user` on root's messages; a user of this name "
+        "counts as root for operator decisions",
         "empty",
     ),
     EnvironmentVariable(
