@@ -18,9 +18,10 @@ from typing import Any, TypedDict
 
 import yaml
 
+from aimemory_site.lib.limits import MESSAGE_SUBJECT_MAX_CHARS
+
 QUESTION_PREFIX = "decision:"
 REPLY_PREFIX = "decision-reply:"
-SUBJECT_MAX = 200
 
 # A body is at most 8,000 characters; bound the retries a broken one can cost a listing.
 _MAX_ATTEMPTS = 6
@@ -312,7 +313,11 @@ def _one_line(value: str) -> str:
 def decision_subject(question: str) -> str:
     """``decision: <question>`` on one line, within 200 characters."""
     subject = f"{QUESTION_PREFIX} {_one_line(question)}"
-    return subject if len(subject) <= SUBJECT_MAX else subject[: SUBJECT_MAX - 1] + "…"
+    return (
+        subject
+        if len(subject) <= MESSAGE_SUBJECT_MAX_CHARS
+        else subject[: MESSAGE_SUBJECT_MAX_CHARS - 1] + "…"
+    )
 
 
 def decision_reply_subject(question_id: str) -> str:

@@ -9,6 +9,9 @@ from __future__ import annotations
 # A message body keeps at most this many characters (DESIGN.md section 5). Here, not in
 # messaging, because the CLI says so when it reports a cut body.
 MESSAGE_BODY_MAX_CHARS = 8000
+# A subject is one line of at most this many characters; the decisions helpers write
+# subjects the send keeps whole.
+MESSAGE_SUBJECT_MAX_CHARS = 200
 # A handoff keeps as much as a message; a page, a project's standing knowledge, twice that.
 HANDOFF_BODY_MAX_CHARS = 8000
 PAGE_BODY_MAX_CHARS = 16_000
