@@ -38,7 +38,8 @@ _BLOCK = re.compile(
 )
 
 # What each error code means and the HTTP status it answers with. The enum is the list;
-# a code without a line here stops the generator, so a new code cannot go undocumented.
+# a code without a line here stops the generator, so a new code cannot go undocumented,
+# and so does a line for a code the enum no longer has.
 ERROR_CODES: dict[str, tuple[str, str]] = {
     "bad_request": ("400", "the request cannot be used; also an unparsable header"),
     "unauthorized": ("401", "authentication is on and the bearer is missing, unknown or revoked"),
@@ -307,6 +308,11 @@ def errors_block() -> str:
     missing = [code.value for code in Code if code.value not in ERROR_CODES]
     if missing:
         raise SystemExit(f"tools/docs.py: no ERROR_CODES line for {', '.join(missing)}")
+    gone = sorted(set(ERROR_CODES) - {code.value for code in Code})
+    if gone:
+        raise SystemExit(
+            f"tools/docs.py: ERROR_CODES names codes the enum lacks: {', '.join(gone)}"
+        )
     rows = [(f"`{code.value}`", *ERROR_CODES[code.value]) for code in Code]
     return _table(("code", "HTTP status", "when"), rows)
 
