@@ -23,8 +23,9 @@ from messaging.answer_selectors import (
     not_a_pending_decision,
     reply_accepted,
 )
+from messaging.arguments import idempotency_key_parse
 from messaging.models import Message
-from messaging.services import Sent, idempotency_key_parse, message_send
+from messaging.services import Sent, message_send
 from projects.access import Level, project_access
 
 
@@ -101,6 +102,6 @@ def decision_answer(
         from_project=project,
         subject=decision_reply_subject(str(question_id)),
         body=decision_reply_write(str(question_id), option, comment),
-        in_reply_to=question_id,
+        in_reply_to=str(question_id),
         idempotency_key=key,
     )

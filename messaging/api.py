@@ -42,8 +42,8 @@ def messages_send(request: HttpRequest, payload: MessageSendIn) -> HttpResponse:
         from_project=payload.from_project,
         subject=payload.subject,
         body=payload.body,
-        in_reply_to=services.in_reply_to_parse(payload.in_reply_to),
-        idempotency_key=services.idempotency_key_parse(payload.idempotency_key),
+        in_reply_to=payload.in_reply_to,
+        idempotency_key=payload.idempotency_key,
     )
     return JsonResponse(send_payload(sent), status=200 if sent.replay else 201)
 
@@ -73,8 +73,8 @@ def messages_pop(request: HttpRequest, payload: MessagePopIn) -> HttpResponse:
         principal=principal_of(request),
         workspace=payload.workspace,
         project=payload.project,
-        message_id=services.message_id_parse(payload.message_id),
-        request_id=services.request_id_parse(payload.request_id),
+        message_id=payload.message_id,
+        request_id=payload.request_id,
     )
     # A JsonResponse, not the schema: the empty answer must not grow a null notice key.
     return JsonResponse(pop_payload(claimed))
@@ -91,7 +91,7 @@ def messages_cancel(request: HttpRequest, payload: MessageCancelIn) -> dict[str,
         principal=principal_of(request),
         workspace=payload.workspace,
         project=payload.project,
-        message_id=services.message_id_parse(payload.message_id),
+        message_id=payload.message_id,
     )
     return {"cancelled": cancelled}
 
@@ -105,6 +105,6 @@ def messages_status(
         principal=principal_of(request),
         workspace=query.workspace,
         project=query.project,
-        message_id=services.message_id_required(message_id),
+        message_id=message_id,
     )
     return JsonResponse(status_payload(message))

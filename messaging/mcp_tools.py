@@ -24,16 +24,7 @@ from aimemory_site.lib.mcp_tool import (
 from messaging.limits import BODY_MAX_CHARS
 from messaging.payloads import message_payload, pop_payload, send_payload, status_payload
 from messaging.selectors import BOXES, message_list, message_status
-from messaging.services import (
-    idempotency_key_parse,
-    in_reply_to_parse,
-    message_cancel,
-    message_id_parse,
-    message_id_required,
-    message_pop,
-    message_send,
-    request_id_parse,
-)
+from messaging.services import message_cancel, message_pop, message_send
 from projects.scope import scope_annotate, scope_of_call, scope_require_named
 
 
@@ -49,8 +40,8 @@ def send(call: ToolCall) -> dict[str, Any]:
         body=call.required_text("body"),
         subject=call.text("subject"),
         from_session=scope.session,
-        in_reply_to=in_reply_to_parse(call.text("in_reply_to")),
-        idempotency_key=idempotency_key_parse(call.text("idempotency_key")),
+        in_reply_to=call.text("in_reply_to"),
+        idempotency_key=call.text("idempotency_key"),
     )
     return send_payload(sent)
 
@@ -74,9 +65,9 @@ def pop(call: ToolCall) -> dict[str, Any]:
         principal=call.principal,
         workspace=scope.workspace,
         project=scope.project,
-        message_id=message_id_parse(call.text("message_id")),
+        message_id=call.text("message_id"),
         session=scope.session,
-        request_id=request_id_parse(call.text("request_id")),
+        request_id=call.text("request_id"),
     )
     return pop_payload(claimed)
 
@@ -88,7 +79,7 @@ def cancel(call: ToolCall) -> dict[str, Any]:
         principal=call.principal,
         workspace=scope.workspace,
         project=scope.project,
-        message_id=message_id_parse(call.text("message_id")),
+        message_id=call.text("message_id"),
     )
     return {"cancelled": cancelled}
 
@@ -99,7 +90,7 @@ def status(call: ToolCall) -> dict[str, Any]:
         principal=call.principal,
         workspace=scope.workspace,
         project=scope.project,
-        message_id=message_id_required(call.required_text("message_id")),
+        message_id=call.required_text("message_id"),
     )
     return scope_annotate(status_payload(message), scope)
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from uuid import UUID
-
 from django.db.models import Count, OuterRef, Prefetch, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from aimemory_site.lib.errors import BadRequest, Code, NotFound
 from aimemory_site.lib.limits import limit_clamp
 from aimemory_site.lib.principal import Principal
+from messaging.arguments import message_id_required
 from messaging.models import Message
 from projects.access import Level, project_access
 from projects.models import Project
@@ -68,23 +67,24 @@ def pending_count_expression() -> Coalesce:
 
 
 def message_status(
-    *, principal: Principal, workspace: str, project: str, message_id: UUID
+    *, principal: Principal, workspace: str, project: str, message_id: str
 ) -> Message:
     """A message of any state whose sender or recipient is the caller's project.
 
     Needs read on that project. Any other message, or an unknown id, is the same
     ``message_not_found``, so a status never tells a third project that a message exists.
     """
+    wanted = message_id_required(message_id)
     scope = project_access(principal, workspace, project, need=Level.READ)
     found = (
-        Message.objects.filter(pk=message_id)
+        Message.objects.filter(pk=wanted)
         .filter(Q(to_project=scope) | Q(from_project=scope))
         .select_related("to_project__workspace", "from_project__workspace")
         .first()
     )
     if found is None:
         raise NotFound(
-            f"message {message_id} not found in the inbox or outbox of {scope}",
+            f"message {wanted} not found in the inbox or outbox of {scope}",
             code=Code.MESSAGE_NOT_FOUND,
         )
     return found

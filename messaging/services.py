@@ -38,10 +38,15 @@ from aimemory_site.lib.sql import (
 from messaging.admission import admission_decide, admission_observe
 from messaging.admission_config import MESSAGE_CANCEL, MESSAGE_POP, MESSAGE_SEND
 from messaging.answer_selectors import reply_verdict
+from messaging.arguments import (
+    idempotency_key_parse,
+    in_reply_to_parse,
+    message_id_parse,
+    request_id_parse,
+)
 from messaging.limits import (
     BODY_MAX_CHARS,
     MAX_PENDING_PER_INBOX,
-    RETRY_ID_MAX_CHARS,
     RETRY_WINDOW,
     SUBJECT_MAX_CHARS,
 )
@@ -58,32 +63,6 @@ from projects.services import activity_new, activity_record, session_agent
 logger = logging.getLogger(__name__)
 
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def message_id_parse(value: str | None) -> uuid.UUID | None:
-    """Parse an optional message id, or raise BadRequest: ids are full UUIDs."""
-    return _uuid_parse(value, "message_id", Code.INVALID_MESSAGE_ID)
-
-
-def message_id_required(value: str) -> uuid.UUID:
-    """Parse a message id that must be there (a path segment, a required argument)."""
-    parsed = message_id_parse(value)
-    assert parsed is not None
-    return parsed
-
-
-def in_reply_to_parse(value: str | None) -> uuid.UUID | None:
-    """Parse an optional ``in_reply_to``: a full message id, or 400 invalid_in_reply_to."""
-    return _uuid_parse(value, "in_reply_to", Code.INVALID_IN_REPLY_TO)
-
-
-def _uuid_parse(value: str | None, name: str, code: str) -> uuid.UUID | None:
-    if value is None:
-        return None
-    try:
-        return uuid.UUID(value.strip())
-    except ValueError:
-        raise BadRequest(f"{name} must be a full UUID, got {value[:60]!r}", code=code) from None
 
 
 def subject_clean(subject: str | None) -> CleanText:
@@ -109,24 +88,6 @@ def body_clean(body: str) -> CleanText:
     return text_clean(body, cap=BODY_MAX_CHARS, label="message body")
 
 
-def idempotency_key_parse(value: str | None) -> str | None:
-    """An optional retry key: 1-200 characters (DESIGN.md section 13)."""
-    return _retry_id_parse(value, "idempotency_key", Code.INVALID_IDEMPOTENCY_KEY)
-
-
-def request_id_parse(value: str | None) -> str | None:
-    """An optional pop request id: 1-200 characters (DESIGN.md section 13)."""
-    return _retry_id_parse(value, "request_id", Code.INVALID_REQUEST_ID)
-
-
-def _retry_id_parse(value: str | None, name: str, code: str) -> str | None:
-    if value is None:
-        return None
-    if not 1 <= len(value) <= RETRY_ID_MAX_CHARS:
-        raise BadRequest(f"{name} must be 1-{RETRY_ID_MAX_CHARS} characters", code=code)
-    return value
-
-
 def _actor(principal: Principal, agent: str) -> str:
     return f"{principal.display_name} ({agent})"
 
@@ -149,7 +110,7 @@ def message_send(
     body: str,
     subject: str | None = None,
     from_session: AgentSession | None = None,
-    in_reply_to: uuid.UUID | None = None,
+    in_reply_to: str | None = None,
     idempotency_key: str | None = None,
 ) -> Sent:
     """Put a message in the recipient's inbox, or raise and write nothing.
@@ -168,6 +129,8 @@ def message_send(
     (PostgreSQL); a key adds the look-up of an earlier send, a decision reply the look-up
     of its question.
     """
+    reply_to = in_reply_to_parse(in_reply_to)
+    idempotency_key = idempotency_key_parse(idempotency_key)
     recipient, sender = projects_access(
         principal, [(to_workspace, to_project), (from_workspace, from_project)], need=Level.WRITE
     )
@@ -177,8 +140,8 @@ def message_send(
             return Sent(earlier, replay=True)
     clean_body = body_clean(body)
     clean_subject = subject_clean(subject)
-    if in_reply_to is not None:
-        _reply_check(sender, in_reply_to)
+    if reply_to is not None:
+        _reply_check(sender, reply_to)
     agent = session_agent(from_session)
     admission_decide(MESSAGE_SEND, principal=principal, project=recipient, session=from_session)
     message = Message(
@@ -189,7 +152,7 @@ def message_send(
         from_session=from_session,
         subject=clean_subject.text,
         body=clean_body.text,
-        in_reply_to=in_reply_to,
+        in_reply_to=reply_to,
         decision=decision_parse(clean_subject.text, clean_body.text),
         # Whether a decision reply counts is decided once, here, for every surface.
         decision_reply=reply_verdict(
@@ -379,7 +342,7 @@ def message_pop(
     principal: Principal,
     workspace: str,
     project: str,
-    message_id: uuid.UUID | None = None,
+    message_id: str | None = None,
     session: AgentSession | None = None,
     request_id: str | None = None,
 ) -> Message | None:
@@ -399,6 +362,8 @@ def message_pop(
     claim's statement, outside any transaction block; a request id adds its look-up and
     its record, in one transaction with the claim.
     """
+    named = message_id_parse(message_id)
+    request_id = request_id_parse(request_id)
     inbox = project_access(principal, workspace, project, need=Level.WRITE)
     if request_id is not None:
         seen, earlier = _pop_of_request(inbox, principal, request_id)
@@ -407,7 +372,7 @@ def message_pop(
     admission_decide(MESSAGE_POP, principal=principal, project=inbox, session=session)
     agent = session_agent(session)
     try:
-        return _pop_commit(principal, inbox, message_id, session, agent, request_id)
+        return _pop_commit(principal, inbox, named, session, agent, request_id)
     except IntegrityError:
         if request_id is None:
             raise
@@ -418,7 +383,7 @@ def message_pop(
         PopRequest.objects.filter(
             inbox=inbox, principal_key=principal.key, request_id=request_id
         ).delete()
-        return _pop_commit(principal, inbox, message_id, session, agent, request_id)
+        return _pop_commit(principal, inbox, named, session, agent, request_id)
 
 
 def _pop_commit(
@@ -636,7 +601,7 @@ def message_cancel(
     principal: Principal,
     workspace: str,
     project: str,
-    message_id: uuid.UUID | None = None,
+    message_id: str | None = None,
 ) -> int:
     """Cancel pending messages sent from the caller's project: one by id, else all.
 
@@ -645,13 +610,14 @@ def message_cancel(
     run before the cancel, so this must not be called inside ``transaction.atomic`` (the durable
     block raises ``RuntimeError`` if it is).
     """
+    named = message_id_parse(message_id)
     outbox = project_access(principal, workspace, project, need=Level.WRITE)
     # No session reaches cancel, so admission sees the agent as "other".
     admission_decide(MESSAGE_CANCEL, principal=principal, project=outbox, session=None)
     with transaction.atomic(durable=True):
         pending = Message.objects.pending().outbox_of(outbox)
-        if message_id is not None:
-            pending = pending.filter(pk=message_id)
+        if named is not None:
+            pending = pending.filter(pk=named)
         cancelled = pending.update(state=Message.State.CANCELLED, cancelled_at=timezone.now())
         if cancelled:
             noun = "message" if cancelled == 1 else "messages"

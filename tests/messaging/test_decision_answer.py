@@ -297,14 +297,16 @@ def _ordinary(alice: Persona) -> Message:
 
 def _claimed(alice: Persona) -> Message:
     question = ask()
-    message_pop(principal=ROOT, workspace="default", project="operator", message_id=question.pk)
+    message_pop(
+        principal=ROOT, workspace="default", project="operator", message_id=str(question.pk)
+    )
     return question
 
 
 def _cancelled(alice: Persona) -> Message:
     question = ask()
     message_cancel(
-        principal=ROOT, workspace="default", project="orchestrator", message_id=question.pk
+        principal=ROOT, workspace="default", project="orchestrator", message_id=str(question.pk)
     )
     return question
 

@@ -10,9 +10,13 @@ from projects.models import Activity, Project
 from tests.messaging.conftest import ANON, send
 
 
+def _text(message_id: UUID | None) -> str | None:
+    return None if message_id is None else str(message_id)
+
+
 def cancel(project: str, message_id: UUID | None = None) -> int:
     return message_cancel(
-        principal=ANON, workspace="default", project=project, message_id=message_id
+        principal=ANON, workspace="default", project=project, message_id=_text(message_id)
     )
 
 

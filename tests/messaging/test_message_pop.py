@@ -14,8 +14,14 @@ from tests.conftest import Persona
 from tests.messaging.conftest import ANON, send
 
 
+def _text(message_id: UUID | None) -> str | None:
+    return None if message_id is None else str(message_id)
+
+
 def pop(project: str = "project-b", message_id: UUID | None = None) -> Message | None:
-    return message_pop(principal=ANON, workspace="default", project=project, message_id=message_id)
+    return message_pop(
+        principal=ANON, workspace="default", project=project, message_id=_text(message_id)
+    )
 
 
 def test_send_then_pop_delivers_exactly_once(project_a: Project, project_b: Project) -> None:

@@ -27,7 +27,7 @@ def test_raw_pending_predicate_matches_the_queryset(
     send("to b, waiting")
     cancelled = send("to b, cancelled")
     message_cancel(
-        principal=ANON, workspace="default", project="project-a", message_id=cancelled.id
+        principal=ANON, workspace="default", project="project-a", message_id=str(cancelled.id)
     )
     send("to c", to="project-c")
     send("to a", to="project-a", sender="project-b")

@@ -241,9 +241,11 @@ def taken(question: Message, alice: Persona, bob: Persona) -> Message:
         comment="Stabilise it first.",
     ).message
     root = Principal.root()
-    message_pop(principal=root, workspace="default", project="orchestrator", message_id=reply.pk)
+    message_pop(
+        principal=root, workspace="default", project="orchestrator", message_id=str(reply.pk)
+    )
     message_cancel(
-        principal=root, workspace="default", project="orchestrator", message_id=question.pk
+        principal=root, workspace="default", project="orchestrator", message_id=str(question.pk)
     )
     return reply
 

@@ -428,14 +428,16 @@ def _ordinary() -> Message:
 
 def _claimed() -> Message:
     question = ask()
-    message_pop(principal=ROOT, workspace="default", project="operator", message_id=question.pk)
+    message_pop(
+        principal=ROOT, workspace="default", project="operator", message_id=str(question.pk)
+    )
     return question
 
 
 def _cancelled() -> Message:
     question = ask()
     message_cancel(
-        principal=ROOT, workspace="default", project="orchestrator", message_id=question.pk
+        principal=ROOT, workspace="default", project="orchestrator", message_id=str(question.pk)
     )
     return question
 
@@ -527,7 +529,7 @@ def test_the_outcome_still_shows_after_the_asker_cancelled_the_question(
     question = ask()
     landing = post(signed_in(client, alice), question)["Location"]
     message_cancel(
-        principal=ROOT, workspace="default", project="orchestrator", message_id=question.pk
+        principal=ROOT, workspace="default", project="orchestrator", message_id=str(question.pk)
     )
     html = page(client, landing)
     assert text_of(element(html, "decision-answered")).startswith("answered: accept")
@@ -556,9 +558,11 @@ def answer_by(principal: Principal, question: Message, option: str, comment: str
 
 def take(reply: Message, question: Message) -> None:
     """What ``ai-memory decision wait`` does: pop the reply, cancel the question."""
-    message_pop(principal=ROOT, workspace="default", project="orchestrator", message_id=reply.pk)
+    message_pop(
+        principal=ROOT, workspace="default", project="orchestrator", message_id=str(reply.pk)
+    )
     message_cancel(
-        principal=ROOT, workspace="default", project="orchestrator", message_id=question.pk
+        principal=ROOT, workspace="default", project="orchestrator", message_id=str(question.pk)
     )
 
 
