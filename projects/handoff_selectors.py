@@ -10,12 +10,11 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from aimemory_site.lib.ages import age_text
+from aimemory_site.lib.limits import HANDOFF_LIST_LIMIT
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.timestamps import rfc3339
 from projects.access import Level, project_access
 from projects.models import Handoff
-
-HANDOFF_LIST_LIMIT = 50
 
 
 def handoff_list(*, principal: Principal, workspace: str, project: str) -> list[Handoff]:

@@ -11,13 +11,13 @@ from django.db.models import QuerySet
 from django.db.models.functions import Length
 
 from aimemory_site.lib.errors import BadRequest, Code, NotFound
+from aimemory_site.lib.limits import PAGE_LIST_LIMIT
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.timestamps import rfc3339
 from projects.access import Level, project_access
 from projects.models import Page, Project
 
 PAGE_PATH_MAX_CHARS = 200
-PAGE_LIST_LIMIT = 200
 _SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
 
 

@@ -17,14 +17,14 @@ from uuid import UUID
 from django.db.models import OuterRef, Subquery
 from django.urls import reverse
 
-from aimemory_site.lib.limits import LIST_LIMIT_MAX
+from aimemory_site.lib.limits import LIST_LIMIT_MAX, PAGE_LIST_LIMIT
 from aimemory_site.lib.principal import Principal
 from messaging.models import Message
 from messaging.payloads import decision_reply_payload
 from messaging.selectors import message_pending_count, pending_count_expression
 from projects.access import readable_projects
 from projects.models import Activity, Page, Project
-from projects.page_selectors import PAGE_LIST_LIMIT, pages_of
+from projects.page_selectors import pages_of
 
 MAILBOX_LIMIT = 5
 SUMMARY_NAMED_LIMIT = 5

@@ -28,7 +28,12 @@ from aimemory_site.cli.errors import CliError, UsageError
 from aimemory_site.cli.help_text import SubParsers, add_command, scope_help
 from aimemory_site.cli.messages import message_age
 from aimemory_site.cli.scope import Scope
-from aimemory_site.lib.limits import HANDOFF_BODY_MAX_CHARS, PAGE_BODY_MAX_CHARS
+from aimemory_site.lib.limits import (
+    HANDOFF_BODY_MAX_CHARS,
+    HANDOFF_LIST_LIMIT,
+    PAGE_BODY_MAX_CHARS,
+    PAGE_LIST_LIMIT,
+)
 
 HANDOFFS_PATH = "/api/v1/handoffs"
 PAGES_PATH = "/api/v1/pages"
@@ -299,9 +304,10 @@ def _add_handoff_parser(subparsers: SubParsers) -> None:
         "list",
         summary="list the current project's handoffs, newest first",
         paragraphs=[
-            "List the current project's handoffs, newest first (at most 50), one line "
-            "each: state (open, claimed or expired), age, the agent that wrote it, its size "
-            "and its id. Never shows a body and never claims anything.",
+            "List the current project's handoffs, newest first (at most "
+            f"{HANDOFF_LIST_LIMIT}), one line each: state (open, claimed or expired), age, "
+            "the agent that wrote it, its size and its id. Never shows a body and never "
+            "claims anything.",
             scope_help(),
         ],
         examples=["ai-memory handoff list", "ai-memory handoff list --json"],
@@ -380,9 +386,9 @@ def _add_page_parser(subparsers: SubParsers) -> None:
         "list",
         summary="list the current project's pages, in path order",
         paragraphs=[
-            "List the current project's pages in path order (at most 200), one line each: "
-            "a * when pinned, the path, its size and when it was last updated. With "
-            "--prefix only the paths that start with P. Never shows a body.",
+            f"List the current project's pages in path order (at most {PAGE_LIST_LIMIT}), one "
+            "line each: a * when pinned, the path, its size and when it was last updated. "
+            "With --prefix only the paths that start with P. Never shows a body.",
             scope_help(),
         ],
         examples=["ai-memory page list", "ai-memory page list --prefix _rules/"],

@@ -15,6 +15,9 @@ MESSAGE_SUBJECT_MAX_CHARS = 200
 # A handoff keeps as much as a message; a page, a project's standing knowledge, twice that.
 HANDOFF_BODY_MAX_CHARS = 8000
 PAGE_BODY_MAX_CHARS = 16_000
+# How many handoffs and pages one listing shows (newest handoffs, pages in path order).
+HANDOFF_LIST_LIMIT = 50
+PAGE_LIST_LIMIT = 200
 
 # Scrubbing costs about a second per MiB of text, and a request may carry 1 MiB: only a
 # window that can reach the cap is scrubbed. The window's last margin is dropped as well,
