@@ -3,10 +3,10 @@ arrival, from the project's own pages, within a fixed budget."""
 
 from __future__ import annotations
 
+from aimemory_site.lib.limits import BRIEF_MAX_CHARS
 from projects.models import Page, Project
 from projects.page_selectors import pages_of
 
-BRIEF_MAX_CHARS = 12_000
 BRIEF_POINTERS = 10
 _INLINED_PREFIXES = ("_rules/", "_slots/")
 

@@ -17,6 +17,7 @@ from aimemory_site.cli.common import (
 )
 from aimemory_site.cli.help_text import SubParsers, add_command, scope_help
 from aimemory_site.cli.scope import Scope
+from aimemory_site.lib.limits import BRIEF_MAX_CHARS
 
 BRIEFING_PATH = "/api/v1/briefing"
 
@@ -52,10 +53,11 @@ def add_parser(subparsers: SubParsers) -> None:
         paragraphs=[
             "Print the current project's brief: its pinned pages, then the pages under "
             "_rules/ and _slots/, each in full, then pointers to the most recently updated "
-            "other pages (at most 12,000 characters in all). It is what a session start "
-            "shows when .ai-memory.toml sets [briefing] inject_on_session_start = true, and "
-            "what the memory_briefing tool gives an agent. With --json the server's whole "
-            "answer (scope, pending message count, brief).",
+            f"other pages (at most {BRIEF_MAX_CHARS:,} characters in all). It is what a "
+            "session start shows when .ai-memory.toml sets [briefing] "
+            "inject_on_session_start = true, and what the memory_briefing tool gives an "
+            "agent. With --json the server's whole answer (scope, pending message count, "
+            "brief).",
             scope_help(),
         ],
         examples=["ai-memory brief", "ai-memory brief --workspace acme --project billing --json"],

@@ -15,6 +15,8 @@ MESSAGE_SUBJECT_MAX_CHARS = 200
 # A handoff keeps as much as a message; a page, a project's standing knowledge, twice that.
 HANDOFF_BODY_MAX_CHARS = 8000
 PAGE_BODY_MAX_CHARS = 16_000
+# A project brief (pinned pages, rules and slots, pointers to the rest) fits in this many.
+BRIEF_MAX_CHARS = 12_000
 # How many handoffs and pages one listing shows (newest handoffs, pages in path order).
 HANDOFF_LIST_LIMIT = 50
 PAGE_LIST_LIMIT = 200

@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from projects.brief_selectors import BRIEF_MAX_CHARS, brief_compile
+from aimemory_site.lib.limits import BRIEF_MAX_CHARS
+from projects.brief_selectors import brief_compile
 from projects.models import Page, Project
 
 pytestmark = pytest.mark.django_db
