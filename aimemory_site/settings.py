@@ -18,6 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from aimemory_site.lib.binding import is_loopback
 from aimemory_site.lib.environment import declared
+from aimemory_site.lib.limits import HANDOFF_TTL_DAYS_DEFAULT
 from aimemory_site.lib.origin import allowed_origins_parse
 from aimemory_site.lib.server_location import (
     SECRET_KEY_FILE_NAME,
@@ -123,7 +124,7 @@ AI_MEMORY_DEFAULT_PROJECT = env_str("AI_MEMORY_DEFAULT_PROJECT", "default")
 AI_MEMORY_CONFIG = env_str("AI_MEMORY_CONFIG")
 AI_MEMORY_ADMISSION_WEBHOOKS_JSON = env_str("AI_MEMORY_ADMISSION_WEBHOOKS_JSON")
 # How long a handoff waits for the next session of its project (DESIGN.md section 10).
-AI_MEMORY_HANDOFF_TTL_DAYS = env_int("AI_MEMORY_HANDOFF_TTL_DAYS", 7)
+AI_MEMORY_HANDOFF_TTL_DAYS = env_int("AI_MEMORY_HANDOFF_TTL_DAYS", HANDOFF_TTL_DAYS_DEFAULT)
 # On an anonymous server the decision answer page is read-only unless this is set
 # (DESIGN.md section 12); a requires_root question is never answerable anonymously.
 AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS = env_bool("AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS")

@@ -31,6 +31,7 @@ from aimemory_site.cli.scope import Scope
 from aimemory_site.lib.limits import (
     HANDOFF_BODY_MAX_CHARS,
     HANDOFF_LIST_LIMIT,
+    HANDOFF_TTL_DAYS_DEFAULT,
     PAGE_BODY_MAX_CHARS,
     PAGE_LIST_LIMIT,
 )
@@ -263,7 +264,8 @@ def _add_handoff_parser(subparsers: SubParsers) -> None:
             "same project: what was done, open questions, next steps, files touched. The "
             "next session start there (ai-memory hook session-start or user-prompt) claims "
             "the oldest open one and shows it first in its on-start block; no other session "
-            "gets it again. Unclaimed handoffs expire (after 7 days unless the server sets "
+            "gets it again. Unclaimed handoffs expire (after "
+            f"{HANDOFF_TTL_DAYS_DEFAULT} days unless the server sets "
             "AI_MEMORY_HANDOFF_TTL_DAYS).",
             scope_help(),
         ],

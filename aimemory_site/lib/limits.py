@@ -14,6 +14,8 @@ MESSAGE_BODY_MAX_CHARS = 8000
 MESSAGE_SUBJECT_MAX_CHARS = 200
 # A handoff keeps as much as a message; a page, a project's standing knowledge, twice that.
 HANDOFF_BODY_MAX_CHARS = 8000
+# How long an unclaimed handoff waits, unless AI_MEMORY_HANDOFF_TTL_DAYS says otherwise.
+HANDOFF_TTL_DAYS_DEFAULT = 7
 PAGE_BODY_MAX_CHARS = 16_000
 # A project brief (pinned pages, rules and slots, pointers to the rest) fits in this many.
 BRIEF_MAX_CHARS = 12_000
