@@ -25,7 +25,14 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(
-    "module", ["messaging.api", "projects.api", "webui.views", "aimemory_site.mcp.views"]
+    "module",
+    [
+        "messaging.api",
+        "projects.api",
+        "aimemory_site.onstart.api",
+        "webui.views",
+        "aimemory_site.mcp.views",
+    ],
 )
 def test_a_router_imports_on_its_own_after_setup(module: str) -> None:
     done = _python(f"import django; django.setup(); import {module}")
