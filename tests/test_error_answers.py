@@ -60,8 +60,8 @@ def _crash(*args: object, **kwargs: object) -> NoReturn:
 @pytest.mark.parametrize(
     ("path", "target"),
     [
-        ("/api/v1/briefing", "projects.api.briefing_get"),
-        ("/handoff", "projects.api.onstart_for_hook"),
+        ("/api/v1/briefing", "aimemory_site.onstart.api.briefing_get"),
+        ("/handoff", "aimemory_site.onstart.api.onstart_for_hook"),
         # The database check catches everything; the answer it builds is past that.
         ("/healthz", "aimemory_site.views.JsonResponse"),
     ],

@@ -40,6 +40,7 @@ from pathlib import Path
 from time import monotonic, sleep
 from typing import Any
 
+from django.conf import settings
 from django.db.backends.sqlite3 import base
 
 from aimemory_site.db_deadline import Budget, DatabaseTimeout, current_budget
@@ -451,16 +452,18 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     @staticmethod
     def _make_database_dir(conn_params: Any) -> None:
-        """Make the database file's directory on the first connection: the settings no
-        longer make the data dir on import (``ai-memory manage`` run in the wrong place
+        """Make the data dir on the first connection to a database kept in it: the
+        settings no longer make it on import (``ai-memory manage`` run in the wrong place
         must leave nothing behind), so a first ``migrate`` would otherwise find no
-        directory for the file. A path that cannot be made is left for sqlite3's own
-        error."""
+        directory for the file. Only the data dir: a ``DATABASE_URL`` naming a directory
+        that does not exist is the operator's mistake, for sqlite3's own error to say."""
         name = str(conn_params.get("database", ""))
         if not name or name == ":memory:" or name.startswith("file:"):
             return
-        with contextlib.suppress(OSError):
-            Path(name).resolve().parent.mkdir(parents=True, exist_ok=True)
+        data_dir = Path(settings.DATA_DIR).resolve()
+        if Path(name).resolve().parent == data_dir:
+            with contextlib.suppress(OSError):
+                data_dir.mkdir(parents=True, exist_ok=True)
 
     def create_cursor(self, name: Any | None = None) -> Any:
         wanted = self._wanted_busy_timeout_ms()
