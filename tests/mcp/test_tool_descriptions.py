@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from aimemory_site.mcp.server import TOOLS
 from bench.mcp_tools_size import tools_list_size
-from messaging.mcp_tools import MESSAGING_TOOLS
-from projects.mcp_tools import PROJECT_TOOLS
 
-DESCRIPTIONS = {tool.name: tool.description for tool in MESSAGING_TOOLS}
+# Every tool the server lists, whichever app defines it.
+ALL_TOOLS = tuple(TOOLS.values())
+DESCRIPTIONS = {tool.name: tool.description for tool in ALL_TOOLS}
 
 
 def test_the_tool_list_stays_under_2000_tokens_in_both_eras() -> None:
@@ -26,7 +27,7 @@ def test_the_descriptions_say_when_to_use_each_tool() -> None:
     assert "how many messages wait" in DESCRIPTIONS["memory_briefing"]
 
 
-# DESIGN.md section 13, one row per tool: what clients may run without asking.
+# docs/reference.md#status-replies-and-retries, one row per tool: what clients may run without asking.
 ANNOTATIONS = {
     "memory_message_send": {"readOnlyHint": False, "destructiveHint": False},
     "memory_message_list": {"readOnlyHint": True},
@@ -39,7 +40,6 @@ ANNOTATIONS = {
     "memory_read_page": {"readOnlyHint": True},
     "memory_list_pages": {"readOnlyHint": True},
 }
-ALL_TOOLS = (*MESSAGING_TOOLS, *PROJECT_TOOLS)
 
 
 def test_every_tool_carries_its_annotations() -> None:
