@@ -1,4 +1,4 @@
-"""One time budget for the database waits of a request (DESIGN.md section 14).
+"""One time budget for the database waits of a request (docs/reference.md#limits-and-faults).
 
 A database that stops answering must not hold a request: every route answers 503
 ``database_unavailable`` within 5 s. ``DatabaseDeadlineMiddleware`` gives each request
@@ -60,7 +60,7 @@ from django.db import OperationalError
 from django.db.utils import DatabaseErrorWrapper
 from django.http import HttpRequest, HttpResponse
 
-# Well under the 5 s of DESIGN.md section 14: what is left covers the 503 itself.
+# Well under the 5 s of docs/reference.md#limits-and-faults: what is left covers the 503 itself.
 REQUEST_DATABASE_SECONDS = 3.0
 #: What a request keeps of its budget however long it waited for a thread in a stall.
 MINIMUM_DATABASE_SECONDS = 0.5

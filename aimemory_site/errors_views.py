@@ -1,4 +1,4 @@
-"""Error answers of our own on every surface (DESIGN.md section 14).
+"""Error answers of our own on every surface (docs/reference.md#limits-and-faults).
 
 Machine routes (``/api/``, ``/mcp``, ``/handoff``, ``/healthz``, ``/.well-known/``) answer
 every error as ``{"detail", "code"}`` JSON, whatever raised it (Django's URL resolver, a

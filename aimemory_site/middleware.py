@@ -225,7 +225,7 @@ class RequestGuardMiddleware:
 
 class MachineErrorMiddleware:
     """Every error of a machine route answers JSON, and the web's are pages of ours
-    (DESIGN.md section 14).
+    (docs/reference.md#limits-and-faults).
 
     On machine routes, Django's own answers (a method check's 405, the CSRF 403, ninja's
     text 405) are rewritten to ``{"detail", "code"}`` with the same status. On the web,

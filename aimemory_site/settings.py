@@ -1,4 +1,4 @@
-"""One environment-driven settings module (DESIGN.md section 3).
+"""One environment-driven settings module (docs/reference.md#environment-variables).
 
 Every variable is optional: with none set, the server runs anonymously on SQLite under
 ``./var``. Settings are read here only; app code reads ``django.conf.settings``.
@@ -101,7 +101,7 @@ def _secret_key() -> str:
 
 SECRET_KEY = _secret_key()
 DEBUG = env_bool("DEBUG")
-# ai-memory's own settings (DESIGN.md section 3).
+# ai-memory's own settings (docs/reference.md#environment-variables).
 AI_MEMORY_BIND = env_str("AI_MEMORY_BIND", "127.0.0.1:8000")
 
 
@@ -123,12 +123,12 @@ AI_MEMORY_DEFAULT_WORKSPACE = env_str("AI_MEMORY_DEFAULT_WORKSPACE", "default")
 AI_MEMORY_DEFAULT_PROJECT = env_str("AI_MEMORY_DEFAULT_PROJECT", "default")
 AI_MEMORY_CONFIG = env_str("AI_MEMORY_CONFIG")
 AI_MEMORY_ADMISSION_WEBHOOKS_JSON = env_str("AI_MEMORY_ADMISSION_WEBHOOKS_JSON")
-# How long a handoff waits for the next session of its project (DESIGN.md section 10).
+# How long a handoff waits for the next session of its project (docs/reference.md#the-on-start-block).
 AI_MEMORY_HANDOFF_TTL_DAYS = env_int("AI_MEMORY_HANDOFF_TTL_DAYS", HANDOFF_TTL_DAYS_DEFAULT)
 # On an anonymous server the decision answer page is read-only unless this is set
-# (DESIGN.md section 12); a requires_root question is never answerable anonymously.
+# (docs/reference.md#operator-decisions); a requires_root question is never answerable anonymously.
 AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS = env_bool("AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS")
-# "N/minute" per token (per address when anonymous); unset = off (DESIGN.md section 14).
+# "N/minute" per token (per address when anonymous); unset = off (docs/reference.md#limits-and-faults).
 AI_MEMORY_RATE_LIMIT = env_str("AI_MEMORY_RATE_LIMIT")
 # Seconds a served connection may go without a byte of its request arriving (or of its
 # answer leaving) before it is closed: a stalled client holds a worker for at most this.
@@ -149,7 +149,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
-    # Login throttling for the web and admin sign-in forms (DESIGN.md section 14).
+    # Login throttling for the web and admin sign-in forms (docs/reference.md#limits-and-faults).
     "axes",
     # Only for its bundled Swagger UI: /api/v1/docs then needs no CDN.
     "ninja",
@@ -260,7 +260,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 # A successful sign-in forgets earlier typos, so they do not add up over a day.
 AXES_RESET_ON_SUCCESS = True
-# Our own page (DESIGN.md section 14), answered with axes' default status 429.
+# Our own page (docs/reference.md#limits-and-faults), answered with axes' default status 429.
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 # Not its "AXES: BEGIN ..." line at every start of every process and command.
 AXES_VERBOSE = False
@@ -294,7 +294,7 @@ SECURE_REFERRER_POLICY = "same-origin"
 # cookie store and to every request until it is read.
 MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 
-# Transport security (DESIGN.md section 14). A loopback bind is plain local http, where
+# Transport security (docs/reference.md#limits-and-faults). A loopback bind is plain local http, where
 # Secure cookies would never be sent back; a public bind is meant to sit behind a
 # TLS-terminating proxy, so it gets everything `check --deploy` asks for. Each setting can
 # be overridden by the environment variable of Django's own name, e.g. SESSION_COOKIE_SECURE=1

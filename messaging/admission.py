@@ -1,4 +1,4 @@
-"""Admission webhooks for messaging: deciding before, observing after (DESIGN.md 9).
+"""Admission webhooks for messaging: deciding before, observing after (docs/operating.md#admission-webhooks).
 
 Which hooks exist is ``messaging.admission_config``'s business. Deciders are called in
 config order before the operation, and the first that answers non-2xx, times out or

@@ -1,4 +1,4 @@
-"""Which admission webhooks the operator configured (DESIGN.md section 9).
+"""Which admission webhooks the operator configured (docs/operating.md#admission-webhooks).
 
 Operators list webhooks as ``[[admission_webhooks]]`` in the TOML file named by the
 ``AI_MEMORY_CONFIG`` setting, or as the same objects in a JSON list in

@@ -1,4 +1,4 @@
-"""Reads for answering an operator decision (DESIGN.md section 12, the answer page).
+"""Reads for answering an operator decision (docs/reference.md#operator-decisions, the answer page).
 
 Who may answer a question is decided here once. At send, for every surface,
 ``reply_verdict`` says whether a ``decision-reply:`` is accepted (the asker's

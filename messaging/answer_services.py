@@ -1,4 +1,4 @@
-"""Answering an operator decision (DESIGN.md section 12, the answer page).
+"""Answering an operator decision (docs/reference.md#operator-decisions, the answer page).
 
 The answer is an ordinary send through ``message_send``: the mailbox project that holds
 the question signs a ``decision-reply: <id>`` to the question's ``reply_project``, in the

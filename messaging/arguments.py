@@ -40,12 +40,12 @@ def _uuid_parse(value: str | None, name: str, code: str) -> uuid.UUID | None:
 
 
 def idempotency_key_parse(value: str | None) -> str | None:
-    """An optional retry key: 1-200 characters (DESIGN.md section 13)."""
+    """An optional retry key: 1-200 characters (docs/reference.md#status-replies-and-retries)."""
     return _retry_id_parse(value, "idempotency_key", Code.INVALID_IDEMPOTENCY_KEY)
 
 
 def request_id_parse(value: str | None) -> str | None:
-    """An optional pop request id: 1-200 characters (DESIGN.md section 13)."""
+    """An optional pop request id: 1-200 characters (docs/reference.md#status-replies-and-retries)."""
     return _retry_id_parse(value, "request_id", Code.INVALID_REQUEST_ID)
 
 

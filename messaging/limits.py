@@ -1,4 +1,4 @@
-"""The limits of messages (DESIGN.md section 5), in one place."""
+"""The limits of messages (docs/reference.md#messages), in one place."""
 
 from __future__ import annotations
 
@@ -10,6 +10,6 @@ from aimemory_site.lib.limits import MESSAGE_BODY_MAX_CHARS, MESSAGE_SUBJECT_MAX
 MAX_PENDING_PER_INBOX = 256
 BODY_MAX_CHARS = MESSAGE_BODY_MAX_CHARS
 SUBJECT_MAX_CHARS = MESSAGE_SUBJECT_MAX_CHARS
-# Send keys and pop request ids (DESIGN.md section 13): how long a retry is recognised.
+# Send keys and pop request ids (docs/reference.md#status-replies-and-retries): how long a retry is recognised.
 RETRY_ID_MAX_CHARS = 200
 RETRY_WINDOW = timedelta(hours=24)

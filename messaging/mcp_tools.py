@@ -1,6 +1,6 @@
 """The messaging MCP tools: thin adapters over the services.
 
-Each tool resolves the caller's scope (DESIGN.md section 6), lets ``scope_require_named``
+Each tool resolves the caller's scope (docs/reference.md#scope-resolution), lets ``scope_require_named``
 refuse what must not act on a guessed project, and calls the service or selector that
 holds the rule. Descriptions are short on purpose: every agent pays for them in tokens
 on every session.

@@ -29,7 +29,7 @@ class MessageQuerySet(models.QuerySet["Message"]):
         return self.filter(from_project=project)
 
     def oldest_first(self) -> MessageQuerySet:
-        """Delivery order (DESIGN.md section 5): ``created_at``, then the time-ordered id."""
+        """Delivery order (docs/reference.md#messages): ``created_at``, then the time-ordered id."""
         return self.order_by("created_at", "id")
 
 
@@ -61,9 +61,9 @@ class Message(models.Model):
     )
     subject = models.CharField(max_length=200, blank=True)
     body = models.TextField()
-    # The message this one answers (DESIGN.md section 13); a plain id, checked at send.
+    # The message this one answers (docs/reference.md#status-replies-and-retries); a plain id, checked at send.
     in_reply_to = models.UUIDField(null=True, blank=True)
-    # The decision convention read once, at send (DESIGN.md section 12): parsing a body
+    # The decision convention read once, at send (docs/reference.md#operator-decisions): parsing a body
     # on every list would let a sender slow a reader's listing.
     decision = models.JSONField(null=True, blank=True)
     decision_reply = models.JSONField(null=True, blank=True)

@@ -14,7 +14,7 @@ SECURITY_NOTICE = (
 
 
 def inbox_notice(*, count: int, workspace: str, project: str) -> str:
-    """The on-start notice for ``count`` pending messages (DESIGN.md section 10)."""
+    """The on-start notice for ``count`` pending messages (docs/reference.md#the-on-start-block)."""
     noun = "message" if count == 1 else "messages"
     return (
         f"📬 ai-memory: {count} cross-project {noun} waiting in the {workspace}/{project} inbox. "

@@ -1,4 +1,4 @@
-"""The JSON of a message, the same on every surface (DESIGN.md section 5)."""
+"""The JSON of a message, the same on every surface (docs/reference.md#messages)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def message_payload(message: Message) -> dict[str, Any]:
         "from_owner_user": message.from_owner_user or None,
         "subject": message.subject or None,
         "in_reply_to": str(message.in_reply_to) if message.in_reply_to else None,
-        # Read from the subject and body at send (DESIGN.md section 12): untrusted text,
+        # Read from the subject and body at send (docs/reference.md#operator-decisions): untrusted text,
         # like the body.
         "decision": message.decision,
         "decision_reply": decision_reply_payload(message.decision_reply),
@@ -80,7 +80,7 @@ def send_payload(sent: Sent) -> dict[str, Any]:
 
 
 def status_payload(message: Message) -> dict[str, Any]:
-    """The message without its body, with how its delivery went (DESIGN.md section 13)."""
+    """The message without its body, with how its delivery went (docs/reference.md#status-replies-and-retries)."""
     payload = message_payload(message)
     del payload["body"]
     payload["cancelled_at"] = rfc3339(message.cancelled_at)

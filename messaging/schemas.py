@@ -50,7 +50,7 @@ class DecisionOptionOut(Schema):
 
 
 class DecisionOut(Schema):
-    """A ``decision:`` question read from the body (DESIGN.md section 12)."""
+    """A ``decision:`` question read from the body."""
 
     question: str
     requires_root: bool

@@ -1,4 +1,4 @@
-"""Bearer authentication shared by the JSON API, the hook route and MCP (DESIGN.md 8)."""
+"""Bearer authentication shared by the JSON API, the hook route and MCP (docs/operating.md#authentication)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The compiled brief of a project (DESIGN.md section 10): what a session should know on
+"""The compiled brief of a project (docs/reference.md#the-on-start-block): what a session should know on
 arrival, from the project's own pages, within a fixed budget."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Request rate limits: ``AI_MEMORY_RATE_LIMIT`` (DESIGN.md section 14).
+"""Request rate limits: ``AI_MEMORY_RATE_LIMIT`` (docs/reference.md#limits-and-faults).
 
 The rule: at most N requests per caller in each fixed window of a second, a minute or an
 hour (aligned to the Unix epoch). A caller is its bearer token when that token

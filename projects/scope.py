@@ -1,6 +1,6 @@
 """Scope resolution: which project an MCP call acts on, and how that was decided.
 
-DESIGN.md section 6. pop, cancel and send refuse an inferred scope; list and briefing
+docs/reference.md#scope-resolution. pop, cancel and send refuse an inferred scope; list and briefing
 answer it and say where it came from.
 """
 
@@ -56,7 +56,7 @@ def scope_resolve(
     """Resolve the caller's (workspace, project); never creates anything.
 
     Whitespace-only values count as absent. Naming only one of the pair is an error.
-    Inference is per caller (DESIGN.md section 6): a session id counts only when
+    Inference is per caller (docs/reference.md#scope-resolution): a session id counts only when
     ``principal`` registered it, and the shared slot and startup seed consider only
     projects ``principal`` may read (its own sessions first), so an inferred scope never
     names a project the caller may not read.

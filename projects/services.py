@@ -223,7 +223,7 @@ def grant_set(*, user: User, project: Project, level: str | None) -> Grant | Non
 
 
 def project_mode_set(*, project: Project, mode: str) -> None:
-    """Make ``project`` open or restricted (DESIGN.md section 8)."""
+    """Make ``project`` open or restricted (docs/operating.md#authentication)."""
     project.access_mode = mode
     project.save(update_fields=["access_mode"])
 

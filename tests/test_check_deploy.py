@@ -1,5 +1,5 @@
 """Transport security by bind address: settings are read once per process, so each case runs
-Django in a subprocess with its own environment (DESIGN.md section 14)."""
+Django in a subprocess with its own environment (docs/reference.md#limits-and-faults)."""
 
 from __future__ import annotations
 

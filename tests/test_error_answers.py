@@ -1,5 +1,5 @@
 """Every error of a machine route is JSON, the web gets pages of ours, and a database that
-is gone answers 503 ``database_unavailable`` and heals by itself (DESIGN.md section 14)."""
+is gone answers 503 ``database_unavailable`` and heals by itself (docs/reference.md#limits-and-faults)."""
 
 from __future__ import annotations
 

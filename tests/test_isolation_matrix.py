@@ -1,4 +1,4 @@
-"""Who may do what with a restricted project, on every surface (DESIGN.md sections 5, 8).
+"""Who may do what with a restricted project, on every surface (docs/reference.md#messages and docs/operating.md#authentication).
 
 alice created ``acme/secretproj`` (restricted); bob holds a read grant, dave a write
 grant, charlie nothing. Every operation runs against it and against ``acme/nothere``,

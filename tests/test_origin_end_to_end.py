@@ -1,4 +1,4 @@
-"""The Origin rule over a real listening server (DESIGN.md section 7): a page served on
+"""The Origin rule over a real listening server (docs/reference.md#json-api): a page served on
 another port of the same machine cannot write through any route, and the server's own
 origin, or one listed in ``AI_MEMORY_ALLOWED_ORIGINS``, can."""
 

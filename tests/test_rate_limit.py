@@ -1,5 +1,5 @@
 """``AI_MEMORY_RATE_LIMIT``: N requests per window per token (per address when anonymous),
-then 429 ``rate_limited`` with ``Retry-After`` (DESIGN.md section 14)."""
+then 429 ``rate_limited`` with ``Retry-After`` (docs/reference.md#limits-and-faults)."""
 
 from __future__ import annotations
 

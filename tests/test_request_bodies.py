@@ -3,7 +3,7 @@
 Django's test client and ``live_server`` (wsgiref) frame bodies and connections their
 own way: only gunicorn decodes chunked bodies, drains an unread body and decides
 keep-alive, so every test here talks to a real server over raw sockets or
-``http.client``. DESIGN.md section 14: a body over 1 MiB gets its 413 JSON, never a reset
+``http.client``. docs/reference.md#limits-and-faults: a body over 1 MiB gets its 413 JSON, never a reset
 connection, and the connection state the answer announces is true.
 """
 

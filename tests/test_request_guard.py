@@ -1,4 +1,4 @@
-"""The request guard (DESIGN.md section 7, Requests): no web page may write to a local
+"""The request guard (docs/reference.md#json-api): no web page may write to a local
 server, every body is JSON in UTF-8, and no NUL or lone surrogate gets in, on every
 surface."""
 

@@ -1,7 +1,7 @@
 """Requests gunicorn refuses before Django sees them (a request line over its limit, a
 header it cannot parse) are answered like every other error of their route: JSON
 ``{"detail", "code"}`` on the machine routes (a JSON-RPC error on ``/mcp``), gunicorn's
-page elsewhere (DESIGN.md section 14).
+page elsewhere (docs/reference.md#limits-and-faults).
 
 Only a real gunicorn parses HTTP this way, so every test talks to a spawned
 ``ai-memory serve`` over a raw socket.

@@ -1,4 +1,4 @@
-"""The decision answer page, ``/web/w/<ws>/<proj>/decisions/<id>/`` (DESIGN.md section 12).
+"""The decision answer page, ``/web/w/<ws>/<proj>/decisions/<id>/`` (docs/reference.md#operator-decisions).
 
 The one web page that writes: an answer is a new ``decision-reply:`` message sent by
 ``messaging.answer_services.decision_answer``, never a pop or a cancel of the question, so the

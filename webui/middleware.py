@@ -1,4 +1,4 @@
-"""The Content-Security-Policy header (DESIGN.md section 14); Django 5.2 has none built in.
+"""The Content-Security-Policy header (docs/reference.md#limits-and-faults); Django 5.2 has none built in.
 
 Our pages, Django admin and the bundled Swagger UI at ``/api/v1/docs`` all load their
 scripts and styles from ``/static/`` and keep no inline code, so one strict policy covers

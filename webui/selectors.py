@@ -49,7 +49,7 @@ class ProjectName:
         """The project page's address: ``reverse`` once, then a string format per name.
 
         A home page links a thousand projects; reversing each one cost a third of its
-        render time. Names are ``[A-Za-z0-9._-]`` (DESIGN.md section 4), so they need no
+        render time. Names are ``[A-Za-z0-9._-]`` (docs/architecture.md#data-model), so they need no
         quoting in a path.
         """
         return _project_url_pattern().format(workspace=self.workspace, project=self.project)
@@ -109,7 +109,7 @@ class MailboxRow:
     snippet: str  # of the body; of a question's details (empty when none)
     created_at: datetime
     in_reply_to: UUID | None = None  # the message this one answers, when it says
-    # The decision convention's question (DESIGN.md section 12), read at send: untrusted
+    # The decision convention's question (docs/reference.md#operator-decisions), read at send: untrusted
     # text from the body, escaped like the snippet.
     decision: dict[str, Any] | None = None
     # An answer to a question, with the server's verdict on it (accepted, refusal).

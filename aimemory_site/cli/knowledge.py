@@ -1,5 +1,5 @@
 """``ai-memory handoff create|list`` and ``ai-memory page write|read|list``: thin adapters
-over the JSON API for a project's handoffs and pages (DESIGN.md section 10).
+over the JSON API for a project's handoffs and pages (docs/reference.md#the-on-start-block).
 
 Human output is for a person reading at a glance; ``--json`` prints the server's answer.
 The ``format_*`` functions are pure, so their layout is tested without a server.

@@ -116,7 +116,7 @@ def format_status(message: Message) -> str:
 
 
 def decision_lines(message: Message, indent: str) -> list[str]:
-    """What the decision convention says of a message (DESIGN.md section 12), if anything.
+    """What the decision convention says of a message (docs/reference.md#operator-decisions), if anything.
 
     Read from the body, so it is untrusted text: a pop prints it after the notice.
     """
@@ -165,7 +165,7 @@ def format_message_list(
 
 
 def format_popped(message: Message, security_notice: str) -> str:
-    """Provenance first, then the notice, then the fenced body (DESIGN.md section 7)."""
+    """Provenance first, then the notice, then the fenced body (docs/reference.md#cli)."""
     lines = [
         f"Popped message {message['id']} for {message['to_workspace']}/{message['to_project']}.",
         f"  from: {message['from_workspace']}/{message['from_project']} "
@@ -335,7 +335,7 @@ def run_cancel(args: argparse.Namespace) -> int:
 
 
 def list_limit(text: str) -> int:
-    """A number, clamped to 1..200 as the server clamps it (DESIGN.md section 5)."""
+    """A number, clamped to 1..200 as the server clamps it (docs/reference.md#messages)."""
     try:
         value = int(text)
     except ValueError:

@@ -62,7 +62,7 @@ def errors(*statuses: int, body: bool = False) -> dict[int, Any]:
 # --- Documented text rules ------------------------------------------------------------
 #
 # The domain checks these rules and answers 400 with a machine code (``invalid_name``,
-# ``empty_body``, ...), as DESIGN.md fixes. These types only *document* them in the
+# ``empty_body``, ...), as docs/reference.md#error-codes lists. These types only *document* them in the
 # OpenAPI (``json_schema_extra`` adds keywords without validating), so a client and a
 # fuzzer know what is valid, and pydantic never answers 422 where the contract says 400.
 
@@ -133,7 +133,7 @@ Authenticator = Callable[[str | None], Principal]
 
 
 class BearerAuth(HttpBearer):
-    """Bearer token, root token or an anonymous server (DESIGN.md section 8).
+    """Bearer token, root token or an anonymous server (docs/operating.md#authentication).
 
     ``authenticate_header`` turns the ``Authorization`` header (or its absence) into a
     Principal or raises ``Unauthorized``; the rule itself lives in ``projects.auth``.

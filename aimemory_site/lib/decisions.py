@@ -1,4 +1,4 @@
-"""Operator decisions: the one parser and the one writer (DESIGN.md section 12).
+"""Operator decisions: the one parser and the one writer (docs/reference.md#operator-decisions).
 
 A question is a message whose subject starts with ``decision:`` and whose body holds the
 YAML-like fields of the product document; a reply's subject is exactly

@@ -6,7 +6,7 @@ the caps the server applies to the bodies it is given.
 
 from __future__ import annotations
 
-# A message body keeps at most this many characters (DESIGN.md section 5). Here, not in
+# A message body keeps at most this many characters (docs/reference.md#messages). Here, not in
 # messaging, because the CLI says so when it reports a cut body.
 MESSAGE_BODY_MAX_CHARS = 8000
 # A subject is one line of at most this many characters; the decisions helpers write

@@ -16,7 +16,7 @@ from typing import Any
 from aimemory_site.lib.errors import AppError, BadRequest, Code
 from aimemory_site.lib.principal import Principal
 
-# MCP tool annotations (DESIGN.md section 13). No tool here reaches outside the server.
+# MCP tool annotations (docs/reference.md#status-replies-and-retries). No tool here reaches outside the server.
 READS: Mapping[str, bool] = {"readOnlyHint": True, "openWorldHint": False}
 WRITES: Mapping[str, bool] = {
     "readOnlyHint": False,

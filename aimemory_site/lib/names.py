@@ -1,4 +1,4 @@
-"""The one rule for workspace and project names (DESIGN.md section 4).
+"""The one rule for workspace and project names (docs/architecture.md#data-model).
 
 Django-free: the CLI checks names with it before it calls the server.
 """

@@ -1,5 +1,5 @@
 """Which browser origins may call this server: the one rule of ``/api/``, ``/mcp`` and
-``/handoff`` (DESIGN.md section 7, Requests).
+``/handoff`` (docs/reference.md#json-api).
 
 An origin is a scheme, a host and a port. A page on another port of the same machine is
 another origin: a local dev server (any npm package's) serves scripts that a browser

@@ -1,4 +1,4 @@
-"""Who calls: the anonymous server, root, or a Django user (DESIGN.md section 8).
+"""Who calls: the anonymous server, root, or a Django user (docs/operating.md#authentication).
 
 What a principal may do with a project is decided in ``projects.access``; this is only
 the caller's identity, which every surface and the MCP tool contract pass along.

@@ -1,4 +1,4 @@
-"""The checks every machine request passes before a view reads it (DESIGN.md section 7).
+"""The checks every machine request passes before a view reads it (docs/reference.md#json-api).
 
 One rule, applied by ``RequestGuardMiddleware`` to ``/api/`` and ``/handoff`` and by the
 MCP view (in its own order: method, then these, then the bearer):

@@ -1,5 +1,5 @@
 """Secret scrubbing of every text agents leave here: message subjects and bodies,
-handoffs and pages (DESIGN.md sections 5 and 10).
+handoffs and pages (docs/reference.md#messages and docs/reference.md#the-on-start-block).
 
 Before a text is stored, every match of a secret pattern in it is replaced by the
 literal ``[REDACTED]``; only then is the text capped (``text_cap``), so a secret cut at

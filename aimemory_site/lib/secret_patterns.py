@@ -1,4 +1,4 @@
-"""The built-in secret patterns of the message scrubber (DESIGN.md section 5).
+"""The built-in secret patterns of the message scrubber (docs/reference.md#messages).
 
 Pure ``re``, no Django: the engine that applies them and the ``[sanitize]``
 configuration live in ``aimemory_site.lib.scrubbing``. The ``[REDACTED]`` marker is defined here

@@ -67,7 +67,7 @@ TOOLS: dict[str, Tool] = {
     tool.name: tool for tool in (*MESSAGING_TOOLS, *ONSTART_TOOLS, *PROJECT_TOOLS)
 }
 
-# How the caller names its lifecycle-hook session (DESIGN.md section 6).
+# How the caller names its lifecycle-hook session (docs/reference.md#scope-resolution).
 SESSION_ID_HEADER = "X-Memory-Actor-Session-Id"
 SESSION_ID_META = "ai.opencode/sessionID"
 

@@ -1,5 +1,4 @@
-"""``ai-memory decision ask|answer|wait``: operator decisions over the mailbox (DESIGN.md
-section 12), run as the real CLI against a live server.
+"""``ai-memory decision ask|answer|wait``: operator decisions over the mailbox (docs/reference.md#operator-decisions), run as the real CLI against a live server.
 
 project-a asks, project-b is the mailbox the operator reads: each command runs in that
 project's repository, so the scope is resolved the way an agent's is.

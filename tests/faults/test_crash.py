@@ -1,4 +1,4 @@
-"""A worker killed mid-run loses and doubles nothing (issue 15, DESIGN.md sections 13, 14).
+"""A worker killed mid-run loses and doubles nothing (issue 15, docs/reference.md#status-replies-and-retries and docs/reference.md#limits-and-faults).
 
 ``ai-memory serve --workers 3`` runs on the test PostgreSQL database while 8 senders and
 8 poppers, each on its own keep-alive HTTP connection, move messages from project-a to

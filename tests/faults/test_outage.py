@@ -1,5 +1,5 @@
 """A PostgreSQL outage, refused and stalled, answers fast on every surface and heals by
-itself (DESIGN.md section 14; ``aimemory_site.db_deadline``).
+itself (docs/reference.md#limits-and-faults; ``aimemory_site.db_deadline``).
 
 The test owns its PostgreSQL: ``initdb`` into a temporary directory, started on a free port
 with the system's ``pg_ctl`` and stopped after (never the shared instance). A spawned
@@ -33,7 +33,7 @@ from tests.conftest import SEND
 from tests.mcp_raw import HANDSHAKE_VERSION
 from tests.servers import free_port, wait_healthy
 
-# DESIGN.md section 14: every route answers within this, whatever the database does.
+# docs/reference.md#limits-and-faults: every route answers within this, whatever the database does.
 ANSWER_BOUND_S = 5.0
 B = {"workspace": "default", "project": "project-b"}
 #: The threads of the fixture's server, whose one worker serves this many requests at once.

@@ -1,5 +1,5 @@
 """On SQLite, a writer that holds on gets a request a 503 in time, not a hang, and the next
-request succeeds once it lets go (DESIGN.md section 14; ``aimemory_site.backends.sqlite3``).
+request succeeds once it lets go (docs/reference.md#limits-and-faults; ``aimemory_site.backends.sqlite3``).
 
 Two kinds of writer: one in our queue (the ``flock`` beside the database, as every server
 process and command takes it) and one outside it (another program holding SQLite's own
@@ -31,7 +31,7 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
 ]
 
-ANSWER_BOUND_S = 5.0  # DESIGN.md section 14
+ANSWER_BOUND_S = 5.0  # docs/reference.md#limits-and-faults
 
 _HOLD_QUEUE_LOCK = (
     "import fcntl, os, sys\n"

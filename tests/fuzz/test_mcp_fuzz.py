@@ -74,7 +74,7 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_no_forbidden_text(8), inner),
     max_leaves=12,
 )
-# Text a request may not carry at all: NUL and lone surrogates (DESIGN.md section 7).
+# Text a request may not carry at all: NUL and lone surrogates (docs/reference.md#json-api).
 forbidden_text = st.sampled_from(["\x00", "a\x00b", "\ud800", "x\udfffy", "\udc00\ud800"])
 
 envelopes = st.fixed_dictionaries(

@@ -46,7 +46,7 @@ def _fuzz_config(*, auth_on: bool) -> schemathesis.Config:
     """Bounded, derandomised generation that often uses the real names.
 
     ``auth_on=False``: the anonymous server's case. The document declares the bearer,
-    which such a server does not require (DESIGN.md section 8), so no bearer is generated
+    which such a server does not require (docs/operating.md#authentication), so no bearer is generated
     and the checks that expect one to be required are off. Its run skips the coverage
     phase (boundary values of every field, the same for any caller), which alice's run
     already sends, to keep the file within its time budget.
@@ -72,7 +72,7 @@ def _fuzz_config(*, auth_on: bool) -> schemathesis.Config:
             # A failure is reported as found: shrinking against a live server costs
             # minutes, and the fixed seed reproduces the case anyway.
             "no-shrink": True,
-            # NUL in any string is 400 invalid_text on every surface (DESIGN.md 7), a
+            # NUL in any string is 400 invalid_text on every surface (docs/reference.md#json-api), a
             # rule the document cannot state; tests/test_request_guard.py owns it.
             "allow-x00": False,
             "with-security-parameters": auth_on,
@@ -121,7 +121,7 @@ def _checks_not_applying(case: Case[Any]) -> list[Any]:
     body = case.body if isinstance(case.body, dict) else {}
     if operation == ("POST", "/api/v1/messages") and body.get("in_reply_to") is not None:
         # A well-formed in_reply_to that names no message of the pair is 400
-        # invalid_in_reply_to by contract (DESIGN.md section 13), and a generated UUID
+        # invalid_in_reply_to by contract (docs/reference.md#status-replies-and-retries), and a generated UUID
         # names none.
         return [schemathesis.checks.positive_data_acceptance]
     return []

@@ -1,4 +1,4 @@
-"""Origins as the request guard compares them (DESIGN.md sections 3 and 7): scheme, host
+"""Origins as the request guard compares them (docs/reference.md#json-api): scheme, host
 and port, whatever the spelling, and the ``AI_MEMORY_ALLOWED_ORIGINS`` list."""
 
 from __future__ import annotations

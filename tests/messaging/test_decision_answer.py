@@ -1,4 +1,4 @@
-"""Answering an operator decision: the rule of DESIGN.md section 12, enforced once.
+"""Answering an operator decision: the rule of docs/reference.md#operator-decisions, enforced once.
 
 The mailbox is alice's restricted ``default/operator``; the asker is her restricted
 ``default/orchestrator``. Each test grants the other personas what it needs.

@@ -1,4 +1,4 @@
-"""Delivery you can trust (DESIGN.md section 13): status, replies, idempotent send and pop
+"""Delivery you can trust (docs/reference.md#status-replies-and-retries): status, replies, idempotent send and pop
 retries, and what a send says arrived."""
 
 from __future__ import annotations

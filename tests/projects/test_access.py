@@ -1,4 +1,4 @@
-"""The access matrix: who reads and writes open and restricted projects (DESIGN.md 8)."""
+"""The access matrix: who reads and writes open and restricted projects (docs/operating.md#authentication)."""
 
 from __future__ import annotations
 

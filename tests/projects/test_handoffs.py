@@ -1,4 +1,4 @@
-"""Handoffs (DESIGN.md section 10): written by one session, claimed exactly once by the
+"""Handoffs (docs/reference.md#the-on-start-block): written by one session, claimed exactly once by the
 next session start of the project, never after they expire."""
 
 from __future__ import annotations

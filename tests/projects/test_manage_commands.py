@@ -1,4 +1,4 @@
-"""``ai-memory manage`` and the commands of DESIGN.md section 8, as an admin runs them."""
+"""``ai-memory manage`` and the commands of docs/operating.md#authentication, as an admin runs them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pages (DESIGN.md section 10): the path rule, writes that replace, reads, lists, the MCP
+"""Pages (docs/reference.md#the-on-start-block): the path rule, writes that replace, reads, lists, the MCP
 tools, and that a page is never mail nor mail a page."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Inferred scopes are per caller (DESIGN.md section 6): charlie, who may read nothing of
+"""Inferred scopes are per caller (docs/reference.md#scope-resolution): charlie, who may read nothing of
 alice's, learns nothing of the project she works in from an unscoped call."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Scope resolution: each of the six sources of DESIGN.md section 6."""
+"""Scope resolution: each of the six sources of docs/reference.md#scope-resolution."""
 
 from __future__ import annotations
 

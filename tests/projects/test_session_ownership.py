@@ -1,4 +1,4 @@
-"""A session id belongs to the principal that first registered it (DESIGN.md section 6)."""
+"""A session id belongs to the principal that first registered it (docs/reference.md#scope-resolution)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""API tokens: shown once, stored as a keyed hash, revocable (DESIGN.md 4 and 8)."""
+"""API tokens: shown once, stored as a keyed hash, revocable (docs/architecture.md#data-model and docs/operating.md#authentication)."""
 
 from __future__ import annotations
 

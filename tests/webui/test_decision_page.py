@@ -1,4 +1,4 @@
-"""/web/w/<ws>/<proj>/decisions/<id>/: the decision answer page (DESIGN.md section 12).
+"""/web/w/<ws>/<proj>/decisions/<id>/: the decision answer page (docs/reference.md#operator-decisions).
 
 With authentication on, the mailbox is alice's restricted ``default/operator`` and the
 asker her restricted ``default/orchestrator``; bob reads the mailbox and writes the asker,

@@ -1,4 +1,4 @@
-"""Browser-facing security headers, and templates that keep no inline code (DESIGN.md 14)."""
+"""Browser-facing security headers, and templates that keep no inline code (docs/reference.md#limits-and-faults)."""
 
 from __future__ import annotations
 
