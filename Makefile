@@ -24,13 +24,18 @@ install: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/ai-memory serve
 
+# The suite keeps its SQLite test database and generated key in a temporary data dir
+# (AI_MEMORY_DATA_DIR, when given, wins), never in the ./var that `make serve` uses.
+TEST_IN_TMP = tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	AI_MEMORY_DATA_DIR="$${AI_MEMORY_DATA_DIR:-$$tmp}"
+
 ## test: the whole test suite (SQLite by default; set DATABASE_URL for PostgreSQL)
 test: $(STAMP)
-	$(BIN)/pytest
+	$(TEST_IN_TMP) $(BIN)/pytest
 
 ## test-fast: the inner loop: every test not marked slow (no spawned servers, no thread storms)
 test-fast: $(STAMP)
-	$(BIN)/pytest -m 'not slow'
+	$(TEST_IN_TMP) $(BIN)/pytest -m 'not slow'
 
 ## check: lint, format check, types, import layers and missing migrations
 check: $(STAMP)
