@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from aimemory_site.onstart.mcp_tools import ONSTART_TOOLS
 from messaging.mcp_tools import MESSAGING_TOOLS
 from projects.mcp_tools import PROJECT_TOOLS
 from tests.mcp_raw import RawMcp, error_of
@@ -81,7 +82,9 @@ def test_tools_list_has_every_tool_without_modern_fields(handshake: RawMcp) -> N
     result = handshake.result("tools/list")
     assert set(result) == {"tools"}
     assert [tool["name"] for tool in result["tools"]] == TOOL_NAMES
-    assert result["tools"] == [tool.listing() for tool in (*MESSAGING_TOOLS, *PROJECT_TOOLS)]
+    assert result["tools"] == [
+        tool.listing() for tool in (*MESSAGING_TOOLS, *ONSTART_TOOLS, *PROJECT_TOOLS)
+    ]
 
 
 def test_an_unknown_method_is_method_not_found_with_200(handshake: RawMcp) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from aimemory_site.onstart.mcp_tools import ONSTART_TOOLS
 from messaging.mcp_tools import MESSAGING_TOOLS
 from projects.mcp_tools import PROJECT_TOOLS
 from tests.mcp_raw import MODERN_VERSION, RawMcp, error_of, modern_meta
@@ -38,7 +39,9 @@ def test_tools_list_carries_result_type_and_cache_hints(modern: RawMcp) -> None:
     assert result["ttlMs"] > 0
     assert result["cacheScope"] == "public"
     assert result["_meta"][SERVER_INFO_META]["name"] == "ai-memory"
-    assert result["tools"] == [tool.listing() for tool in (*MESSAGING_TOOLS, *PROJECT_TOOLS)]
+    assert result["tools"] == [
+        tool.listing() for tool in (*MESSAGING_TOOLS, *ONSTART_TOOLS, *PROJECT_TOOLS)
+    ]
 
 
 def test_tool_results_carry_result_type_but_no_cache_hints(modern: RawMcp) -> None:
