@@ -378,7 +378,7 @@ def message_pop(
             raise
         seen, earlier = _pop_of_request(inbox, principal, request_id)
         if seen:
-            return earlier  # a retry of this pop won the race; the claim here rolled back
+            return earlier  # a retry of this pop took the id first; nothing was claimed here
         # The id's record is older than the window and not purged yet: free the id.
         PopRequest.objects.filter(
             inbox=inbox, principal_key=principal.key, request_id=request_id
@@ -406,16 +406,22 @@ def _pop_commit(
     )
     [activity_values] = insert_parts([activity])[2]
     # A request id's record joins the claim in one transaction; without one, the claim
-    # and its activity row are one statement on PostgreSQL.
+    # and its activity row are one statement on PostgreSQL. The record is written before
+    # the claim: a racing retry of this pop then waits on its unique index and reads what
+    # this one claimed. Written after, a retry that found every row locked by in-flight
+    # claims (SKIP LOCKED) could commit "nothing" first and take the id.
     with _write_block(one_query=request_id is None):
+        record = (
+            None
+            if request_id is None
+            else PopRequest.objects.create(
+                inbox=inbox, principal_key=principal.key, request_id=request_id
+            )
+        )
         row = _claim_run(sql, params, activity_values)
-        if request_id is not None:
-            claimed_id = None if row is None else uuid_of(row[_MESSAGE_COLUMN["id"]])
-            PopRequest.objects.create(
-                inbox=inbox,
-                principal_key=principal.key,
-                request_id=request_id,
-                message_id=claimed_id,
+        if record is not None and row is not None:
+            PopRequest.objects.filter(pk=record.pk).update(
+                message_id=uuid_of(row[_MESSAGE_COLUMN["id"]])
             )
         if row is None:
             return None

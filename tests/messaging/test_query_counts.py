@@ -137,9 +137,10 @@ def test_pop_on_postgresql_opens_a_transaction_only_to_record_a_request_id(
     if request_id is None:
         assert autocommit == [True, True]  # the access query; the claim with its activity
     else:
-        # The access query and the request id's look-up, then the claim and the record
-        # of the request id in one transaction.
-        assert autocommit == [True, True, False, False]
+        # The access query and the request id's look-up, then in one transaction the
+        # record of the request id (first, so a racing retry waits on it), the claim, and
+        # the record's claimed message.
+        assert autocommit == [True, True, False, False, False]
 
 
 def test_pop_of_an_empty_inbox_is_two_statements() -> None:
