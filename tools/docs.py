@@ -48,7 +48,6 @@ ERROR_CODES: dict[str, tuple[str, str]] = {
     "conflict": ("409", "the request conflicts with the current state"),
     "payload_too_large": ("413", "the request body is over 1 MiB"),
     "request_timeout": ("408", "the body stopped arriving for `AI_MEMORY_CLIENT_TIMEOUT` seconds"),
-    "invalid": ("422", "the request is well-formed but cannot be processed"),
     "validation_error": ("422", "the body or query does not match the route's schema"),
     "method_not_allowed": ("405", "the route does not take this method"),
     "server_error": ("500", "an error of the server's own; the log has the details"),

@@ -24,7 +24,6 @@ class Code(enum.StrEnum):
     CONFLICT = "conflict"
     PAYLOAD_TOO_LARGE = "payload_too_large"
     REQUEST_TIMEOUT = "request_timeout"
-    INVALID = "invalid"
     VALIDATION_ERROR = "validation_error"
     METHOD_NOT_ALLOWED = "method_not_allowed"
     SERVER_ERROR = "server_error"
