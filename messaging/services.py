@@ -353,14 +353,16 @@ def message_pop(
     candidate is also row-locked with SKIP LOCKED so concurrent poppers spread over the
     queue instead of queueing on its head. A pop whose ``request_id`` the same principal
     used on this inbox within 24 hours answers what that pop claimed (the message again,
-    or None) and claims nothing new (another principal's id is a pop of its own); the record of it is written in the claim's transaction, so a retry racing
-    the first call is decided by its unique constraint. Deciding admission webhooks run
-    before the claim, and the claim is committed when this returns, so this must not be
-    called inside ``transaction.atomic`` (where there is one, the durable block raises
-    ``RuntimeError``). Three statements: the access query, the claim (which returns the
-    row and its sender's names), and the activity row, which PostgreSQL writes in the
-    claim's statement, outside any transaction block; a request id adds its look-up and
-    its record, in one transaction with the claim.
+    or None) and claims nothing new (another principal's id is a pop of its own); its
+    record is written first in the claim's transaction, so a retry racing the first call
+    waits on its unique constraint and then answers what that call claimed. Deciding
+    admission webhooks run before the claim, and the claim is committed when this
+    returns, so this must not be called inside ``transaction.atomic`` (where there is
+    one, the durable block raises ``RuntimeError``). Three statements: the access query,
+    the claim (which returns the row and its sender's names), and the activity row, which
+    PostgreSQL writes in the claim's statement, outside any transaction block; a request
+    id adds its look-up, and in one transaction with the claim its record and, when
+    something was claimed, the record's message.
     """
     named = message_id_parse(message_id)
     request_id = request_id_parse(request_id)
