@@ -1,0 +1,243 @@
+"""Wake-ups: how a parked call learns that a commit concerns it
+(docs/reference.md#waiting-and-waking).
+
+A call that waits (a pop, a status or a session wait with ``wait_seconds``) subscribes to
+*topics* before it looks, so nothing committed between its look and its park is missed,
+then parks until a topic it holds is published, its time is up, or the process shuts
+down. A write publishes its topics once its transaction has committed; then every parked
+call holding one of them looks again. A wake says only "look again", never what changed:
+the look decides, so a wake that comes to nothing (another parked pop claimed the message
+first) costs one look and the call parks again.
+
+This module is the registry of one process. ``wake_publish`` hands a publication to the
+process's transport as well (``transport_set``), which carries it to the other processes
+of the host and to other hosts; what they receive they hand to ``wake_deliver``.
+
+Topics are strings made by the functions below, so a publisher and a waiter cannot spell
+one differently.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from time import monotonic
+from typing import TypeVar
+
+from django.db import connections
+
+T = TypeVar("T")
+
+# A parked call also wakes this often to ask whether its client is still there.
+CLIENT_CHECK_SECONDS = 1.0
+
+
+def inbox_topic(project_id: object) -> str:
+    """Published when a message may have become claimable in a project's inbox."""
+    return f"inbox:{project_id}"
+
+
+def message_topic(message_id: object) -> str:
+    """Published when a message leaves ``pending`` (claimed or cancelled)."""
+    return f"message:{message_id}"
+
+
+def session_topic(session_id: str) -> str:
+    """Published when a newer session wait supersedes a parked one of the same session."""
+    return f"session:{session_id}"
+
+
+class Waiter:
+    """One parked call's subscription: the topics it holds and the event that wakes it."""
+
+    __slots__ = ("_event", "topics")
+
+    def __init__(self, topics: frozenset[str]) -> None:
+        self.topics = topics
+        self._event = threading.Event()
+
+    def wake(self) -> None:
+        self._event.set()
+
+    def wait(self, timeout: float) -> bool:
+        """Park for at most ``timeout`` seconds; True when woken (or shutting down).
+
+        The wake is consumed, so the next wait parks again until the next one."""
+        woken = self._event.wait(max(0.0, timeout))
+        self._event.clear()
+        return woken
+
+
+class _Registry:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_topic: dict[str, set[Waiter]] = {}
+        self.shutting_down = False
+
+    def add(self, waiter: Waiter) -> None:
+        with self._lock:
+            for topic in waiter.topics:
+                self._by_topic.setdefault(topic, set()).add(waiter)
+            if self.shutting_down:
+                waiter.wake()
+
+    def remove(self, waiter: Waiter) -> None:
+        with self._lock:
+            for topic in waiter.topics:
+                waiters = self._by_topic.get(topic)
+                if waiters is not None:
+                    waiters.discard(waiter)
+                    if not waiters:
+                        del self._by_topic[topic]
+
+    def deliver(self, topics: Iterable[str]) -> int:
+        with self._lock:
+            woken = {w for topic in topics for w in self._by_topic.get(topic, ())}
+        for waiter in woken:
+            waiter.wake()
+        return len(woken)
+
+    def shut_down(self) -> None:
+        with self._lock:
+            self.shutting_down = True
+            everyone = {w for waiters in self._by_topic.values() for w in waiters}
+        for waiter in everyone:
+            waiter.wake()
+
+    def parked_count(self) -> int:
+        with self._lock:
+            return len({w for waiters in self._by_topic.values() for w in waiters})
+
+
+_registry = _Registry()
+_transport: Callable[[frozenset[str]], None] | None = None
+
+
+def transport_set(send: Callable[[frozenset[str]], None] | None) -> None:
+    """Install the function that carries a publication to the other processes and hosts;
+    it must not block for long and must not raise. Without one, wakes stay in-process."""
+    global _transport
+    _transport = send
+
+
+def wake_publish(topics: Iterable[str]) -> None:
+    """Wake the calls parked on ``topics``, here and (through the transport) elsewhere.
+
+    Call it after the write's commit (``transaction.on_commit``, or after the statement
+    on autocommit): a call woken before the commit would look, find nothing and park
+    again, and the wake would be lost."""
+    published = frozenset(topics)
+    if not published:
+        return
+    transport = _transport
+    if transport is not None:
+        # The transport's echo reaches this process too, but later: wake it now.
+        transport(published)
+    _registry.deliver(published)
+
+
+def wake_deliver(topics: Iterable[str]) -> int:
+    """Hand a publication received from the transport to this process's parked calls;
+    returns how many were woken."""
+    return _registry.deliver(topics)
+
+
+def wake_shutdown() -> None:
+    """Answer every parked call now, as if its time were up, and every later wait at once
+    (the process is stopping: SIGTERM)."""
+    _registry.shut_down()
+
+
+def shutting_down() -> bool:
+    return _registry.shutting_down
+
+
+def parked_count() -> int:
+    """How many calls are parked in this process now."""
+    return _registry.parked_count()
+
+
+@contextmanager
+def wake_subscription(topics: Iterable[str]) -> Iterator[Waiter]:
+    waiter = Waiter(frozenset(topics))
+    _registry.add(waiter)
+    try:
+        yield waiter
+    finally:
+        _registry.remove(waiter)
+
+
+# The worker's hook around a park (aimemory_site.gunicorn_worker): a parked call gives
+# back its share of the process's request capacity while it parks, and takes it again
+# before it looks. Unset (tests, other servers): a park is only a wait.
+_park_hooks = threading.local()
+
+
+@contextmanager
+def parking_hooks(release: Callable[[], None], reacquire: Callable[[], None]) -> Iterator[None]:
+    """Within this block, parks on this thread call ``release`` before and ``reacquire``
+    after they wait."""
+    _park_hooks.pair = (release, reacquire)
+    try:
+        yield
+    finally:
+        _park_hooks.pair = None
+
+
+def _park(waiter: Waiter, timeout: float) -> bool:
+    """Park ``waiter`` for at most ``timeout`` seconds; True when it was woken."""
+    # A parked call holds no database connection, transaction or lock: this thread's
+    # connections are closed before it parks (the look after the wake opens a new one).
+    connections.close_all()
+    pair = getattr(_park_hooks, "pair", None)
+    if pair is None:
+        return waiter.wait(timeout)
+    release, reacquire = pair
+    release()
+    try:
+        return waiter.wait(timeout)
+    finally:
+        reacquire()
+
+
+def wait_for(
+    look: Callable[[], T | None],
+    *,
+    topics: Iterable[str],
+    wait_seconds: float,
+    client_gone: Callable[[], bool] | None = None,
+    until: float | None = None,
+) -> T | None:
+    """``look()`` now, and again after every wake on ``topics``, until it answers
+    something other than None or ``wait_seconds`` have passed; returns its answer, or
+    None at the timeout.
+
+    ``look`` runs with a fresh database connection after each park and must commit what
+    it writes before it returns (it is never inside the caller's transaction: this must
+    not be called inside ``transaction.atomic``). ``client_gone``, when given, is asked
+    before each look after a park; once it says the client has gone, nothing more is
+    looked at (a pop whose client left claims nothing). ``until`` (a ``monotonic()``
+    moment) ends the wait earlier, e.g. when the awaited message expires. On shutdown the
+    wait ends as if its time were up.
+    """
+    deadline = monotonic() + max(0.0, wait_seconds)
+    if until is not None:
+        deadline = min(deadline, until)
+    with wake_subscription(topics) as waiter:
+        answer = look()
+        while answer is None:
+            remaining = deadline - monotonic()
+            if remaining <= 0 or shutting_down():
+                return None
+            step = remaining if client_gone is None else min(remaining, CLIENT_CHECK_SECONDS)
+            woken = _park(waiter, step)
+            if shutting_down():
+                return None
+            if client_gone is not None and client_gone():
+                return None
+            # A tick to ask after the client is not a wake: only a publication (or its
+            # echo) sends the call back to the database.
+            if woken:
+                answer = look()
+        return answer

@@ -1,0 +1,89 @@
+"""The in-process wake registry: subscribe, publish, park, shut down."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from aimemory_site.lib import wakeups
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wakeups, "_registry", wakeups._Registry())
+    monkeypatch.setattr(wakeups, "_transport", None)
+
+
+def _park_in_thread(
+    topics: list[str], wait_seconds: float, answers: list[object]
+) -> tuple[threading.Thread, list[object]]:
+    """Start a wait whose look answers from ``answers`` (None until one is appended)."""
+    looks = threading.Event()
+    result: list[object] = []
+
+    def look() -> object | None:
+        looks.set()
+        return answers[-1] if answers else None
+
+    thread = threading.Thread(
+        target=lambda: result.append(
+            wakeups.wait_for(look, topics=topics, wait_seconds=wait_seconds)
+        )
+    )
+    thread.start()
+    assert looks.wait(5)
+    return thread, result
+
+
+def test_a_publication_on_its_topic_wakes_a_parked_call() -> None:
+    answers: list[object] = []
+    thread, result = _park_in_thread([wakeups.inbox_topic(1)], 30, answers)
+    answers.append("claimed")
+    wakeups.wake_publish([wakeups.inbox_topic(1)])
+    thread.join(5)
+    assert result == ["claimed"]
+
+
+def test_a_publication_on_another_topic_leaves_it_parked() -> None:
+    answers: list[object] = []
+    thread, result = _park_in_thread([wakeups.inbox_topic(1)], 0.3, answers)
+    answers.append("not for you")
+    assert wakeups.wake_deliver([wakeups.inbox_topic(2)]) == 0
+    thread.join(5)
+    assert result == [None]
+
+
+def test_a_wait_that_finds_something_at_once_does_not_park() -> None:
+    assert wakeups.wait_for(lambda: "here", topics=["t"], wait_seconds=60) == "here"
+    assert wakeups.parked_count() == 0
+
+
+def test_shutdown_answers_parked_calls_and_later_waits_at_once() -> None:
+    thread, result = _park_in_thread(["t"], 60, [])
+    wakeups.wake_shutdown()
+    thread.join(5)
+    assert result == [None]
+    assert wakeups.wait_for(lambda: None, topics=["t"], wait_seconds=60) is None
+
+
+def test_a_gone_client_ends_the_wait_without_another_look() -> None:
+    looks = 0
+
+    def look() -> None:
+        nonlocal looks
+        looks += 1
+
+    def gone() -> bool:
+        return True
+
+    wakeups.wait_for(look, topics=["t"], wait_seconds=60, client_gone=gone)
+    assert looks == 1
+
+
+def test_the_transport_carries_each_publication() -> None:
+    carried: list[frozenset[str]] = []
+    wakeups.transport_set(carried.append)
+    wakeups.wake_publish(["a", "b"])
+    wakeups.wake_publish([])
+    assert carried == [frozenset({"a", "b"})]
