@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import platform
 import sqlite3
-from datetime import datetime
 from importlib.metadata import version
 from typing import Any
 
 CONCURRENCIES = (1, 8, 32)
+SLOW_CLIENTS = 20  # bench.waiting's trickling clients
 
 
 def _load_row(label: str, load: dict[str, Any], floor: dict[str, Any] | None) -> str:
@@ -251,16 +251,93 @@ def _peer_table(rows: list[str], peer: dict[str, Any]) -> str:
     )
 
 
-def report(results: dict[str, Any], started: datetime) -> str:
+def _waiting_section(waiting: dict[str, Any]) -> str:
+    """The waiting-and-waking part (``bench.waiting``), measured at its own time."""
+    parts = [
+        f"""## Waiting and waking
+
+Measured by `python -m bench.waiting` (also part of `make bench`) at {waiting["measured_at"]}
+UTC. Design `slots` is the default worker (`--threads` requests run at once; a parked call
+gives its turn back and waits in a thread of the pool with no database connection);
+`threads` is plain gthread with 320 threads, every call running at once. Rates are the
+median of alternating rounds with and without the parked calls (or slow clients), so
+the machine's drift falls on both alike; latencies are as sent.
+"""
+    ]
+    for key in ("sqlite", "postgresql"):
+        if key not in waiting:
+            continue
+        r = waiting[key]
+        rows, targets = [], []
+        for design, figures in r["designs"].items():
+            p, slow = figures["parked"], figures["slow"]
+            rows.append(
+                f"| {design} | {p['send_idle']['rps']:,.0f} | {p['send_parked']['rps']:,.0f} | "
+                f"{p['send_ratio']:.2f} | {p['pop_idle']['rps']:,.0f} | "
+                f"{p['pop_parked']['rps']:,.0f} | {p['pop_ratio']:.2f} | "
+                f"{p['rss_parked_kib'] / 1024:,.0f} MiB / {p['processes']} | "
+                f"{p['kib_per_parked']:,.0f} | {slow['floor_p99_ratio']:.2f} | "
+                f"{slow['send_p99_ratio']:.2f} | {p['send_parked']['errors'] + p['pop_parked']['errors']} |"
+            )
+        chosen = r["designs"]["slots"]
+        p, slow = chosen["parked"], chosen["slow"]
+        one, two, b = r["wake_one_server"], r["wake_two_servers"], r["burst"]
+        targets = [
+            (
+                f"{p['parked']} parked: send and pop at 8 clients ≥ 0.9 of their rate",
+                f"{p['send_ratio']:.2f}, {p['pop_ratio']:.2f}",
+                min(p["send_ratio"], p["pop_ratio"]) >= 0.9,
+            ),
+            (
+                "wake p50 and p99 < 100 ms, one server",
+                f"{one['p50_ms']:.1f}, {one['p99_ms']:.1f} ms ({one['missed']} missed)",
+                one["p99_ms"] < 100 and not one["missed"],
+            ),
+            (
+                "wake p50 and p99 < 100 ms, send through another server",
+                f"{two['p50_ms']:.1f}, {two['p99_ms']:.1f} ms ({two['missed']} missed)",
+                two["p99_ms"] < 100 and not two["missed"],
+            ),
+            (
+                f"{SLOW_CLIENTS} slow clients: /healthz and send p99 ≤ 2× without them",
+                f"{slow['floor_p99_ratio']:.2f}, {slow['send_p99_ratio']:.2f}",
+                max(slow["floor_p99_ratio"], slow["send_p99_ratio"]) <= 2,
+            ),
+            (
+                f"{b['messages']:,} messages to 16 parked pops: each claimed exactly once",
+                f"{b['claimed']} claimed, {b['distinct']} distinct, {b['pending_after']} left",
+                b["claimed"] == b["distinct"] == b["messages"] and b["pending_after"] == 0,
+            ),
+        ]
+        target_rows = [f"| {label} | {value} | {_met(ok)} |" for label, value, ok in targets]
+        parts.append(
+            f"""### {r["database"]}
+
+| design | send/s idle | send/s parked | ratio | pop/s idle | pop/s parked | ratio | RSS parked / processes | KiB per parked call | slow: floor p99 × | slow: send p99 × | errors |
+|---|---|---|---|---|---|---|---|---|---|---|---|
+{chr(10).join(rows)}
+
+| target | measured | |
+|---|---|---|
+{chr(10).join(target_rows)}
+"""
+        )
+    return "\n".join(parts)
+
+
+def report(results: dict[str, Any]) -> str:
     sections = []
     for key in ("sqlite", "postgresql"):
         if key in results:
             text, _ = _database_section(results[key]["database"], results[key], results["peer"])
             sections.append(text)
+    if "waiting" in results:
+        sections.append(_waiting_section(results["waiting"]))
     tools = results["tools_list"]
+    started = results.get("started", "(not recorded)")
     return f"""# Benchmarks
 
-Written by `make bench` (`python -m bench.run`), started {started:%Y-%m-%d %H:%M} UTC.
+Written by `make bench` (`python -m bench.run`), started {started} UTC.
 Machine: {platform.machine()}, 2 cores shared by server and load generator, Python
 {platform.python_version()}, Django {version("Django")}, gunicorn {version("gunicorn")},
 SQLite {sqlite3.sqlite_version}. The server runs exactly as `ai-memory serve` starts it

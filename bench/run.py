@@ -235,9 +235,11 @@ def _merged(runs: list[Load]) -> Load:
 class Server:
     """``ai-memory serve`` on a free port, with the environment of one database."""
 
-    def __init__(self, env: dict[str, str], log: Path, root: Path = ROOT) -> None:
+    def __init__(
+        self, env: dict[str, str], log: Path, root: Path = ROOT, extra_args: list[str] | None = None
+    ) -> None:
         """``root``: the checkout whose code the server and the seeding run (bench.ab
-        starts one per revision)."""
+        starts one per revision); ``extra_args``: more ``ai-memory serve`` arguments."""
         self.root = root
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -251,6 +253,7 @@ class Server:
                 "serve",
                 "--bind",
                 f"127.0.0.1:{self.port}",
+                *(extra_args or []),
             ],
             env=env,
             stdout=self.log,
@@ -468,11 +471,17 @@ def main() -> None:
                 if url is not None:
                     results["postgresql"] = bench_database("PostgreSQL", url, Path(tmp) / "pg")
                     _save(results)
+        if "waiting" not in os.environ.get("BENCH_SKIP", "").split(","):
+            from bench.waiting import waiting_figures
+
+            results["waiting"] = waiting_figures(wanted, Path(tmp) / "waiting")
+            _save(results)
     results["tools_list"] = tools_list_size()
+    results["started"] = f"{started:%Y-%m-%d %H:%M}"
     _save(results)
     from bench.report import report
 
-    OUTPUT.write_text(report(_plain(results), started))
+    OUTPUT.write_text(report(_plain(results)))
     print(OUTPUT.read_text())
 
 

@@ -4,7 +4,7 @@ Run as ``python -m bench.seed COMMAND ...`` with the server's environment (data 
 ``DATABASE_URL``), beside the running server: rows are made in bulk SQL, since stocking
 inboxes through the API would take longer than the measurements.
 
-Commands: ``projects SINKS``, ``stock SINKS PER_INBOX``, ``refill TOTAL TARGET``,
+Commands: ``projects SINKS``, ``parking COUNT``, ``stock SINKS PER_INBOX``, ``refill TOTAL TARGET``,
 ``history ROWS PROJECTS``, ``web PROJECTS PENDING``, ``hot-claims``, ``web-queries``,
 ``size``, ``settle``.
 """
@@ -47,6 +47,16 @@ def projects(sinks: int) -> None:
     workspace = _bench()
     existing = set(Project.objects.filter(workspace=workspace).values_list("name", flat=True))
     names = ["sender", "hot"] + [f"{kind}-{n}" for kind in ("sink", "stock") for n in range(sinks)]
+    Project.objects.bulk_create(
+        Project(workspace=workspace, name=name) for name in names if name not in existing
+    )
+
+
+def parking(count: int) -> None:
+    """bench/park-N (inboxes pops park on, never sent to), bench/wake and bench/burst."""
+    workspace = _bench()
+    existing = set(Project.objects.filter(workspace=workspace).values_list("name", flat=True))
+    names = ["wake", "burst"] + [f"park-{n}" for n in range(count)]
     Project.objects.bulk_create(
         Project(workspace=workspace, name=name) for name in names if name not in existing
     )
@@ -197,6 +207,7 @@ def settle() -> None:
 
 COMMANDS = {
     "projects": projects,
+    "parking": parking,
     "stock": stock,
     "refill": refill,
     "history": history,

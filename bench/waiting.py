@@ -1,0 +1,397 @@
+"""The waiting and waking part of ``make bench`` (docs/reference.md#waiting-and-waking).
+
+Run alone as ``python -m bench.waiting`` (it merges its figures into
+``docs/benchmarks.json`` and writes ``docs/benchmarks.md`` again) or as part of
+``python -m bench.run``. For each database it starts ``ai-memory serve`` as a user would
+and measures, in one run against one server:
+
+- **parked**: send and pop at 8 clients (wrk) with no call parked and with 500 pops parked
+  on 500 empty inboxes (each re-parking when its 60 s are up), in alternating rounds; the
+  resident memory of every server process with and without them.
+- **wake**: the latency from a send's answer to the answer of the pop it released, for a pop
+  parked in one server and a send through another on the same database (two ``ai-memory
+  serve`` processes: on SQLite two process trees on one host, on PostgreSQL what two hosts
+  are), and for both through one server.
+- **slow clients**: ``/healthz`` and send at 8 clients with and without 20 clients that
+  trickle a request one byte every 2 s, in alternating rounds.
+- **burst**: 16 pops parked on one inbox while 1,000 messages are sent to it; every
+  message must be claimed exactly once.
+
+Under each worker design (``DESIGNS``): the default (``--threads`` requests run at once,
+parked calls give their turn back), and plain gthread with a thread per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.run import OUTPUT, OUTPUT_JSON, SINKS, STOCKED, Load, Server, postgres_database, wrk
+
+PARKED = int(os.environ.get("BENCH_PARKED", "500"))
+ROUNDS = int(os.environ.get("BENCH_WAIT_ROUNDS", "3"))
+SECONDS = float(os.environ.get("BENCH_WAIT_SECONDS", "5"))
+WAKES = int(os.environ.get("BENCH_WAKES", "200"))
+SLOW_CLIENTS = 20
+BURST_POPPERS, BURST_MESSAGES = 16, 1000
+# The worker designs measured: extra ``ai-memory serve`` arguments of each.
+DESIGNS = {
+    "slots": [],  # the default: --threads at once, parked calls give their turn back
+    "threads": ["--threads", "320"],  # plain gthread: every call its own running thread
+}
+
+
+def _environment(workdir: Path, database_url: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AI_MEMORY_")}
+    env.pop("DATABASE_URL", None)
+    env["AI_MEMORY_DATA_DIR"] = str(workdir / "data")
+    if database_url:
+        env["DATABASE_URL"] = database_url
+    workdir.mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def _pop_body(project: str, wait_seconds: int, **extra: Any) -> dict[str, Any]:
+    return {"workspace": "bench", "project": project, "wait_seconds": wait_seconds, **extra}
+
+
+def _send_body(project: str, body: str = "wake up") -> dict[str, Any]:
+    return {
+        "to_workspace": "bench",
+        "to_project": project,
+        "from_workspace": "bench",
+        "from_project": "sender",
+        "body": body,
+    }
+
+
+class Parkers:
+    """``count`` pops parked on ``bench/park-N`` from one asyncio loop in a thread of its
+    own; each parks again when its wait is up, until ``stop``."""
+
+    def __init__(self, base: str, count: int, prefix: str = "park") -> None:
+        self.base, self.count, self.prefix = base, count, prefix
+        self.answers = 0
+        self.errors = 0
+        self.sent = 0
+        self._loop = asyncio.new_event_loop()
+        self._stopping: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 60
+        while self.sent < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # the last requests' bytes reach the server and park
+
+    def _run(self) -> None:
+        self._loop.run_until_complete(self._main())
+
+    async def _main(self) -> None:
+        self._stopping = asyncio.Event()
+        limits = httpx.Limits(max_connections=self.count + 10, max_keepalive_connections=0)
+        async with httpx.AsyncClient(base_url=self.base, limits=limits, timeout=90) as client:
+            tasks = [asyncio.create_task(self._park(client, n)) for n in range(self.count)]
+            await self._stopping.wait()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _park(self, client: httpx.AsyncClient, n: int) -> None:
+        assert self._stopping is not None
+        while not self._stopping.is_set():
+            request = client.post("/api/v1/messages/pop", json=_pop_body(f"{self.prefix}-{n}", 60))
+            self.sent += 1
+            try:
+                answer = await request
+                self.answers += 1
+                if answer.status_code != 200:
+                    self.errors += 1
+            except httpx.HTTPError:
+                self.errors += 1
+                await asyncio.sleep(0.5)
+
+    def stop(self) -> None:
+        if self._stopping is not None:
+            self._loop.call_soon_threadsafe(self._stopping.set)
+        self._thread.join(timeout=30)
+
+
+def _rss_total(server: Server, key: str = "VmRSS") -> int:
+    return sum(v for k, v in server.rss_kib().items() if k.endswith(key))
+
+
+def _load(base: str, load: str, connections: int, seconds: float) -> Load:
+    if load == "send":
+        return wrk(base, "send.lua", connections, seconds, BENCH_SINKS=str(SINKS))
+    if load == "pop":
+        return wrk(base, "pop.lua", connections, seconds, BENCH_SINKS=str(STOCKED))
+    return wrk(base, "get.lua", connections, seconds, BENCH_PATH="/healthz")
+
+
+def _summary(runs: list[Load]) -> dict[str, float]:
+    return {
+        "rps": statistics.median(run.rps for run in runs),
+        "p50_ms": statistics.median(run.sent_p50_ms for run in runs),
+        "p99_ms": statistics.median(run.sent_p99_ms for run in runs),
+        "errors": sum(run.errors for run in runs),
+    }
+
+
+def parked(server: Server) -> dict[str, Any]:
+    """Send and pop at 8 clients with none parked and with ``PARKED`` parked, in
+    alternating rounds; memory with and without them."""
+    runs: dict[str, list[Load]] = {
+        f"{load}_{mode}": [] for load in ("send", "pop") for mode in ("idle", "parked")
+    }
+    rss_idle: list[int] = []
+    rss_parked: list[int] = []
+    peak = 0
+    for n in range(ROUNDS):
+        for mode in ("idle", "parked") if n % 2 == 0 else ("parked", "idle"):
+            parkers = Parkers(server.base, PARKED) if mode == "parked" else None
+            try:
+                (rss_parked if parkers else rss_idle).append(_rss_total(server))
+                for load in ("send", "pop"):
+                    if load == "pop":
+                        server.seed("stock", STOCKED, 100)
+                    runs[f"{load}_{mode}"].append(_load(server.base, load, 8, SECONDS))
+                peak = max(peak, _rss_total(server, "VmHWM"))
+            finally:
+                if parkers is not None:
+                    parkers.stop()
+    figures: dict[str, Any] = {name: _summary(loads) for name, loads in runs.items()}
+    idle_kib, parked_kib = statistics.median(rss_idle), statistics.median(rss_parked)
+    figures |= {
+        "parked": PARKED,
+        "rss_idle_kib": idle_kib,
+        "rss_parked_kib": parked_kib,
+        "peak_kib": peak,
+        "processes": len([k for k in server.rss_kib() if k.endswith("VmRSS")]),
+        "kib_per_parked": (parked_kib - idle_kib) / PARKED,
+        "send_ratio": figures["send_parked"]["rps"] / figures["send_idle"]["rps"],
+        "pop_ratio": figures["pop_parked"]["rps"] / figures["pop_idle"]["rps"],
+    }
+    return figures
+
+
+def _park_one(client: httpx.Client, answered: list[float], claimed: list[Any]) -> None:
+    answer = client.post("/api/v1/messages/pop", json=_pop_body("wake", 10))
+    answered.append(time.perf_counter())
+    claimed.append(answer.json().get("message"))
+
+
+def wake_latency(pop_base: str, send_base: str, rounds: int = WAKES) -> dict[str, float]:
+    """Milliseconds from a send's answer to the answer of the pop it released; the pop is
+    parked through ``pop_base``, the send goes through ``send_base``."""
+    latencies: list[float] = []
+    missed = 0
+    with (
+        httpx.Client(base_url=pop_base, timeout=30) as pops,
+        httpx.Client(base_url=send_base, timeout=30) as sends,
+    ):
+        for _ in range(rounds):
+            answered: list[float] = []
+            claimed: list[Any] = []
+
+            popper = threading.Thread(target=_park_one, args=(pops, answered, claimed))
+            popper.start()
+            time.sleep(0.05)  # the pop reaches the server and parks
+            sends.post("/api/v1/messages", json=_send_body("wake")).raise_for_status()
+            sent = time.perf_counter()
+            popper.join(timeout=15)
+            if not claimed or claimed[0] is None:
+                missed += 1
+                continue
+            latencies.append(max(0.0, answered[0] - sent) * 1000)
+    latencies.sort()
+    return {
+        "rounds": rounds,
+        "missed": missed,
+        "p50_ms": statistics.median(latencies) if latencies else float("nan"),
+        "p99_ms": latencies[int(len(latencies) * 0.99) - 1] if latencies else float("nan"),
+        "max_ms": latencies[-1] if latencies else float("nan"),
+    }
+
+
+@contextmanager
+def trickling(base: str, clients: int = SLOW_CLIENTS) -> Iterator[dict[str, int]]:
+    """``clients`` connections that each send a request one byte every 2 s, never
+    finishing it (reconnecting when the server closes them)."""
+    host, port = base.removeprefix("http://").split(":")
+    request = (
+        b"POST /api/v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n" + b"x" * 100000
+    )
+    stats = {"reconnects": 0}
+    stop = threading.Event()
+
+    def connect() -> tuple[socket.socket, int]:
+        return socket.create_connection((host, int(port)), timeout=5), 0
+
+    def run() -> None:
+        conns = [connect() for _ in range(clients)]
+        while not stop.wait(2.0):
+            for i, (sock, sent) in enumerate(conns):
+                try:
+                    sock.send(request[sent : sent + 1])
+                    conns[i] = (sock, sent + 1)
+                except OSError:
+                    sock.close()
+                    stats["reconnects"] += 1
+                    conns[i] = connect()
+        for sock, _ in conns:
+            sock.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    time.sleep(2.5)  # every slow client has connected and sent its first byte
+    try:
+        yield stats
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+
+
+def slow_clients(server: Server) -> dict[str, Any]:
+    runs: dict[str, list[Load]] = {
+        f"{load}_{mode}": [] for load in ("floor", "send") for mode in ("idle", "slow")
+    }
+    reconnects = 0
+    for n in range(ROUNDS):
+        for mode in ("idle", "slow") if n % 2 == 0 else ("slow", "idle"):
+            if mode == "slow":
+                with trickling(server.base) as stats:
+                    for load in ("floor", "send"):
+                        runs[f"{load}_slow"].append(_load(server.base, load, 8, SECONDS))
+                reconnects += stats["reconnects"]
+            else:
+                for load in ("floor", "send"):
+                    runs[f"{load}_idle"].append(_load(server.base, load, 8, SECONDS))
+    figures: dict[str, Any] = {name: _summary(loads) for name, loads in runs.items()}
+    figures["reconnects"] = reconnects
+    for load in ("floor", "send"):
+        idle, slow = figures[f"{load}_idle"], figures[f"{load}_slow"]
+        figures[f"{load}_p99_ratio"] = slow["p99_ms"] / idle["p99_ms"] if idle["p99_ms"] else 0
+    return figures
+
+
+def burst(server: Server) -> dict[str, Any]:
+    """16 pops parked on ``bench/burst`` (each popping again once answered) while
+    1,000 messages are sent to it from 4 clients."""
+    claimed: list[str] = []
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def popper() -> None:
+        with httpx.Client(base_url=server.base, timeout=30) as client:
+            while not done.is_set():
+                answer = client.post("/api/v1/messages/pop", json=_pop_body("burst", 2))
+                message = answer.json().get("message")
+                if message is not None:
+                    with lock:
+                        claimed.append(message["message_id"])
+
+    def sender(count: int) -> None:
+        with httpx.Client(base_url=server.base, timeout=30) as client:
+            for _ in range(count):
+                client.post("/api/v1/messages", json=_send_body("burst")).raise_for_status()
+
+    poppers = [threading.Thread(target=popper) for _ in range(BURST_POPPERS)]
+    for thread in poppers:
+        thread.start()
+    time.sleep(1.0)  # parked
+    started = time.perf_counter()
+    senders = [threading.Thread(target=sender, args=(BURST_MESSAGES // 4,)) for _ in range(4)]
+    for thread in senders:
+        thread.start()
+    for thread in senders:
+        thread.join()
+    deadline = time.monotonic() + 30
+    while len(claimed) < BURST_MESSAGES and time.monotonic() < deadline:
+        time.sleep(0.05)
+    seconds = time.perf_counter() - started
+    done.set()
+    for thread in poppers:
+        thread.join(timeout=10)
+    with httpx.Client(base_url=server.base, timeout=30) as client:
+        left = client.get(
+            "/api/v1/messages", params={"workspace": "bench", "project": "burst", "limit": 200}
+        ).json()["messages"]
+    return {
+        "messages": BURST_MESSAGES,
+        "claimed": len(claimed),
+        "distinct": len(set(claimed)),
+        "pending_after": len(left),
+        "seconds": seconds,
+    }
+
+
+def _served(env: dict[str, str], workdir: Path, design: list[str], name: str) -> Server:
+    server = Server(env, workdir / f"{name}.log", extra_args=design)
+    server.seed("projects", SINKS)
+    server.seed("parking", PARKED)
+    wrk(server.base, "get.lua", 8, 1, BENCH_PATH="/healthz")  # warm-up
+    return server
+
+
+def bench_waiting(label: str, database_url: str | None, workdir: Path) -> dict[str, Any]:
+    env = _environment(workdir, database_url)
+    out: dict[str, Any] = {"database": label, "designs": {}}
+    for design, arguments in DESIGNS.items():
+        server = _served(env, workdir, arguments, f"server-{design}")
+        try:
+            out["designs"][design] = {"parked": parked(server), "slow": slow_clients(server)}
+            if design == "slots":
+                out["burst"] = burst(server)
+                out["wake_one_server"] = wake_latency(server.base, server.base)
+                other = Server(env, workdir / "other.log")
+                try:
+                    out["wake_two_servers"] = wake_latency(server.base, other.base)
+                finally:
+                    other.stop()
+        finally:
+            server.stop()
+    return out
+
+
+def waiting_figures(databases: list[str], workdir: Path) -> dict[str, Any]:
+    """Every figure of this part, for each of ``databases`` (``sqlite``, ``postgresql``)."""
+    waiting: dict[str, Any] = {"measured_at": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}
+    if "sqlite" in databases:
+        waiting["sqlite"] = bench_waiting("SQLite (WAL)", None, workdir / "sqlite")
+    if "postgresql" in databases:
+        with postgres_database() as url:
+            if url is not None:
+                waiting["postgresql"] = bench_waiting("PostgreSQL", url, workdir / "pg")
+    return waiting
+
+
+def main() -> None:
+    """This part alone: its figures replace the previous ones of ``docs/benchmarks.json``,
+    and ``docs/benchmarks.md`` is written again from the whole."""
+    results: dict[str, Any] = json.loads(OUTPUT_JSON.read_text()) if OUTPUT_JSON.exists() else {}
+    wanted = os.environ.get("BENCH_DATABASES", "sqlite,postgresql").split(",")
+    with tempfile.TemporaryDirectory() as tmp:
+        results["waiting"] = waiting_figures(wanted, Path(tmp))
+    OUTPUT_JSON.write_text(json.dumps(results, indent=2) + "\n")
+    from bench.report import report
+
+    OUTPUT.write_text(report(results))
+    print(json.dumps(results["waiting"], indent=2))
+
+
+if __name__ == "__main__":
+    # Each run's data dir and database are fresh; nothing else is needed.
+    main()
