@@ -123,9 +123,7 @@ def test_an_expiry_outside_60_to_2592000_seconds_is_invalid_expiry_and_writes_no
 
 
 @pytest.mark.parametrize("seconds", [60, 2_592_000])
-def test_both_ends_of_the_range_are_accepted(
-    api: ApiCall, projects: None, seconds: int
-) -> None:
+def test_both_ends_of_the_range_are_accepted(api: ApiCall, projects: None, seconds: int) -> None:
     status, sent = api("post", "/api/v1/messages", {**SEND, "expires_in_seconds": seconds})
 
     assert status == 201
@@ -188,9 +186,7 @@ def test_rest_list_status_and_cancel_see_an_expired_message_as_expired(
     _, outbox = api("get", "/api/v1/messages", {**A, "box": "outbox"})
     _, to_sender = api("get", f"/api/v1/messages/{sent['message_id']}", A)
     _, to_recipient = api("get", f"/api/v1/messages/{sent['message_id']}", B)
-    _, cancelled = api(
-        "post", "/api/v1/messages/cancel", {**A, "message_id": sent["message_id"]}
-    )
+    _, cancelled = api("post", "/api/v1/messages/cancel", {**A, "message_id": sent["message_id"]})
     _, popped = api("post", "/api/v1/messages/pop", B)
 
     assert inbox == {"messages": []}
@@ -201,9 +197,7 @@ def test_rest_list_status_and_cancel_see_an_expired_message_as_expired(
     assert popped == {"message": None}
 
 
-def test_status_says_expired_once_the_background_stored_it(
-    api: ApiCall, projects: None
-) -> None:
+def test_status_says_expired_once_the_background_stored_it(api: ApiCall, projects: None) -> None:
     message = send(expires_in_seconds=60)
     expire(message)
 
@@ -273,9 +267,7 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[datetime]]:
     yield moment
 
 
-def test_a_message_expires_at_the_moment_itself(
-    projects: None, frozen: list[datetime]
-) -> None:
+def test_a_message_expires_at_the_moment_itself(projects: None, frozen: list[datetime]) -> None:
     message = send(expires_in_seconds=60)
     frozen[0] += timedelta(seconds=60)
 
