@@ -117,7 +117,7 @@ def test_an_expiry_outside_60_to_2592000_seconds_is_invalid_expiry_and_writes_no
     status, body = api("post", "/api/v1/messages", {**SEND, "expires_in_seconds": seconds})
 
     assert status == 400
-    assert body["code"] == Code.INVALID_EXPIRY == "invalid_expiry"
+    assert body["code"] == "invalid_expiry" == Code.INVALID_EXPIRY.value
     assert "60..2592000 seconds" in body["detail"]
     assert not Message.objects.exists()
 
