@@ -29,12 +29,17 @@ class MessageSendIn(BodyIn):
         description=f"1-{RETRY_ID_MAX_CHARS} characters. A retry with the same key within "
         "24 hours writes nothing and answers the first send.",
     )
-    # Checked by the service, not here: out of range is 400 invalid_expiry on every surface.
+    # The range is documented, not validated: the service answers it with 400
+    # invalid_expiry on every surface, where pydantic would answer 422.
     expires_in_seconds: StrictInt | None = Field(
         None,
         description=f"{MESSAGE_EXPIRY_MIN_SECONDS}-{MESSAGE_EXPIRY_MAX_SECONDS:,}: the message "
         "expires this many seconds after it is sent, unclaimed (default: the server's "
         "AI_MEMORY_MESSAGE_TTL, else never).",
+        json_schema_extra={
+            "minimum": MESSAGE_EXPIRY_MIN_SECONDS,
+            "maximum": MESSAGE_EXPIRY_MAX_SECONDS,
+        },
     )
 
 
