@@ -528,16 +528,24 @@ def _purge_now_and_then() -> None:
     threading.Thread(target=_purge_in_background, name="retry-ids-purge", daemon=True).start()
 
 
+# Held by the purge that runs: a long one (a first retention purge of a big table) is not
+# joined by the next, which the sends meanwhile would start.
+_purge_running = threading.Lock()
+
+
 def _purge_in_background() -> None:
     """The housekeeping of a server, off every request's path: retry ids past their window,
     expired messages stored as such, and with ``AI_MEMORY_RETENTION_DAYS`` the finished
     messages and handoffs older than that (``messaging.retention``)."""
+    if not _purge_running.acquire(blocking=False):
+        return
     try:
         retry_ids_purge()
         housekeeping()
     except Exception:
         logger.exception("the background purge failed (will retry later)")
     finally:
+        _purge_running.release()
         connections.close_all()  # this thread's own connection
 
 
