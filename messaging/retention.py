@@ -28,10 +28,13 @@ from messaging.models import Message, PopRequest
 from projects.handoff_services import handoffs_purge
 
 # Rows per write transaction: a few milliseconds of a write lock on either database.
-PURGE_BATCH = 500
-# Seconds between two batches on SQLite, so that the writers queued on its lock get it
-# (its busy handler polls, and a lock taken again at once would starve them).
-SQLITE_PAUSE_SECONDS = 0.05
+PURGE_BATCH = 200
+# Seconds between two batches on SQLite, at least, and how many times as long as the
+# batch took: the writers queued on its one lock get it in between, and the WAL the
+# batch wrote is checkpointed (PASSIVE, no lock) before the next; a WAL let grow to
+# tens of MiB costs a RESTART checkpoint that holds the writer lock for long.
+SQLITE_PAUSE_SECONDS = 0.02
+SQLITE_REST_PER_BATCH_TIME = 2.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,16 @@ def _pause_default() -> float:
     return SQLITE_PAUSE_SECONDS if connection.vendor == "sqlite" else 0.0
 
 
+def _rest(pause: float, since: float) -> None:
+    """Wait between two batches: ``pause`` seconds, and on SQLite (unless ``pause`` is 0,
+    for tests and benches that want it at once) a multiple of what the batch took since
+    ``since`` (``time.monotonic``)."""
+    if pause > 0 and connection.vendor == "sqlite":
+        pause = max(pause, (time.monotonic() - since) * SQLITE_REST_PER_BATCH_TIME)
+    if pause > 0:
+        time.sleep(pause)
+
+
 def messages_expire(
     *, now: datetime | None = None, batch: int = PURGE_BATCH, pause: float | None = None
 ) -> int:
@@ -62,13 +75,14 @@ def messages_expire(
     )
     stored = 0
     while True:
+        began = time.monotonic()
         ids = list(passed.order_by("expires_at").values_list("id", flat=True)[:batch])
         if not ids:
             return stored
         stored += passed.filter(pk__in=ids).update(state=Message.State.EXPIRED)
         if len(ids) < batch:
             return stored
-        time.sleep(pause)
+        _rest(pause, began)
 
 
 def messages_purge(
@@ -84,8 +98,10 @@ def messages_purge(
     with the pop request ids that name them, and the claimed and expired handoffs as old;
     first, stores ``expired`` on pending messages past their time (``messages_expire``).
     Never a pending message that may still be claimed, never a page. ``batch`` rows per
-    short write transaction. On a ``dry_run`` nothing changes and the counts say what
-    would be deleted. Precondition: ``older_than_days >= 0``; not inside a transaction.
+    short write transaction, ``pause`` seconds at least between two (default: a short
+    rest on SQLite, none on PostgreSQL; 0: back to back). On a ``dry_run`` nothing
+    changes and the counts say what would be deleted. Precondition: ``older_than_days >=
+    0``; not inside a transaction.
 
     The walk follows the partial ``message_finished`` index (finished rows by
     ``created_at``, which no finished row's end precedes), keyset by keyset, so a message
@@ -109,6 +125,7 @@ def messages_purge(
     finished = Message.objects.exclude(state=Message.State.PENDING).filter(created_at__lt=cutoff)
     after: tuple[datetime, uuid.UUID] | None = None
     while True:
+        began = time.monotonic()
         page = finished
         if after is not None:
             page = page.filter(created_at__gte=after[0]).exclude(
@@ -132,7 +149,7 @@ def messages_purge(
             pops += popped
         if len(rows) < batch:
             break
-        time.sleep(pause)
+        _rest(pause, began)
     handoffs = handoffs_purge(cutoff=cutoff, batch=batch, dry_run=dry_run)
     return Purged(messages=doomed, pop_requests=pops, handoffs=handoffs, expired=expired)
 

@@ -35,7 +35,7 @@ class MessageSendIn(BodyIn):
         None,
         description=f"{MESSAGE_EXPIRY_MIN_SECONDS}-{MESSAGE_EXPIRY_MAX_SECONDS:,}: the message "
         "expires this many seconds after it is sent, unclaimed (default: the server's "
-        "AI_MEMORY_MESSAGE_TTL, else never).",
+        "AI_MEMORY_MESSAGE_TTL, else never)",
         json_schema_extra={
             "minimum": MESSAGE_EXPIRY_MIN_SECONDS,
             "maximum": MESSAGE_EXPIRY_MAX_SECONDS,
