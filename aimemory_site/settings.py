@@ -17,6 +17,7 @@ import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
 from aimemory_site.lib.binding import is_loopback
+from aimemory_site.lib.durations import duration_seconds, expiry_in_range, expiry_range_text
 from aimemory_site.lib.environment import declared
 from aimemory_site.lib.limits import HANDOFF_TTL_DAYS_DEFAULT
 from aimemory_site.lib.origin import allowed_origins_parse
@@ -125,6 +126,35 @@ AI_MEMORY_CONFIG = env_str("AI_MEMORY_CONFIG")
 AI_MEMORY_ADMISSION_WEBHOOKS_JSON = env_str("AI_MEMORY_ADMISSION_WEBHOOKS_JSON")
 # How long a handoff waits for the next session of its project (docs/reference.md#the-on-start-block).
 AI_MEMORY_HANDOFF_TTL_DAYS = env_int("AI_MEMORY_HANDOFF_TTL_DAYS", HANDOFF_TTL_DAYS_DEFAULT)
+
+
+def _message_ttl() -> int | None:
+    """``AI_MEMORY_MESSAGE_TTL`` in seconds, or None (never expire); a value the send
+    would refuse as ``expires_in_seconds`` stops the server instead."""
+    raw = env_str("AI_MEMORY_MESSAGE_TTL")
+    if raw == "":
+        return None
+    try:
+        seconds = duration_seconds(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"AI_MEMORY_MESSAGE_TTL: {exc}") from None
+    if not expiry_in_range(seconds):
+        raise ImproperlyConfigured(
+            f"AI_MEMORY_MESSAGE_TTL must be {expiry_range_text()}, got {raw!r}"
+        )
+    return seconds
+
+
+# The expiry of a send that names none (docs/reference.md#messages); None: never.
+AI_MEMORY_MESSAGE_TTL = _message_ttl()
+# Days finished messages and handoffs are kept; None: forever (docs/reference.md#messages).
+AI_MEMORY_RETENTION_DAYS: int | None = (
+    env_int("AI_MEMORY_RETENTION_DAYS", 0) if env_str("AI_MEMORY_RETENTION_DAYS") else None
+)
+if AI_MEMORY_RETENTION_DAYS is not None and AI_MEMORY_RETENTION_DAYS < 0:
+    raise ImproperlyConfigured(
+        f"AI_MEMORY_RETENTION_DAYS must be 0 or more days, got {AI_MEMORY_RETENTION_DAYS}"
+    )
 # On an anonymous server the decision answer page is read-only unless this is set
 # (docs/reference.md#operator-decisions); a requires_root question is never answerable anonymously.
 AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS = env_bool("AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS")

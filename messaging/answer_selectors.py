@@ -312,7 +312,7 @@ class DecisionPage:
 
     @property
     def pending(self) -> bool:
-        return self.question.state == Message.State.PENDING
+        return self.question.is_pending()
 
     @property
     def may_answer(self) -> bool:
@@ -354,7 +354,7 @@ def decision_page(
     answered = next(
         (reply for reply in earlier if reply.pk == answered_id and reply_accepted(reply)), None
     )
-    pending = question.state == Message.State.PENDING
+    pending = question.is_pending()
     if not pending and answered is None:
         answered = decision_answer_taken(mailbox, question_id)
         if answered is None:

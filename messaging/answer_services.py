@@ -24,7 +24,6 @@ from messaging.answer_selectors import (
     reply_accepted,
 )
 from messaging.arguments import idempotency_key_parse
-from messaging.models import Message
 from messaging.services import Sent, message_send
 from projects.access import Level, project_access
 
@@ -55,7 +54,7 @@ def decision_answer(
     """
     mailbox = project_access(principal, workspace, project, need=Level.READ)
     question = decision_question(mailbox, question_id)
-    if question is None or question.state != Message.State.PENDING:
+    if question is None or not question.is_pending():
         raise not_a_pending_decision(mailbox, question_id)
     decision = decision_of(question)
     refusal = answer_refusal(principal, mailbox, question)

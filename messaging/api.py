@@ -44,6 +44,7 @@ def messages_send(request: HttpRequest, payload: MessageSendIn) -> HttpResponse:
         body=payload.body,
         in_reply_to=payload.in_reply_to,
         idempotency_key=payload.idempotency_key,
+        expires_in_seconds=payload.expires_in_seconds,
     )
     return JsonResponse(send_payload(sent), status=200 if sent.replay else 201)
 

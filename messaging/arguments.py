@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 
+from aimemory_site.lib.durations import expiry_in_range, expiry_range_text
 from aimemory_site.lib.errors import BadRequest, Code
 from messaging.limits import RETRY_ID_MAX_CHARS
 
@@ -54,4 +55,18 @@ def _retry_id_parse(value: str | None, name: str, code: str) -> str | None:
         return None
     if not 1 <= len(value) <= RETRY_ID_MAX_CHARS:
         raise BadRequest(f"{name} must be 1-{RETRY_ID_MAX_CHARS} characters", code=code)
+    return value
+
+
+def expires_in_parse(value: int | None) -> int | None:
+    """An optional ``expires_in_seconds``: a whole number of seconds in 60..2,592,000
+    (docs/reference.md#messages), or 400 invalid_expiry (a boolean too: it is no count)."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not expiry_in_range(value):
+        raise BadRequest(
+            f"expires_in_seconds must be a whole number of seconds, {expiry_range_text()}; "
+            f"got {str(value)[:40]}",
+            code=Code.INVALID_EXPIRY,
+        )
     return value

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aimemory_site.lib.durations import MESSAGE_EXPIRY_MAX_SECONDS, MESSAGE_EXPIRY_MIN_SECONDS
 from aimemory_site.lib.limits import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_LIMIT_MIN
 from aimemory_site.lib.mcp_tool import (
     CANCELS,
@@ -42,6 +43,7 @@ def send(call: ToolCall) -> dict[str, Any]:
         from_session=scope.session,
         in_reply_to=call.text("in_reply_to"),
         idempotency_key=call.text("idempotency_key"),
+        expires_in_seconds=call.integer("expires_in_seconds"),
     )
     return send_payload(sent)
 
@@ -121,6 +123,11 @@ MESSAGING_TOOLS = (
                     "type": "string",
                     "description": "Retry key: a repeat within 24 h sends nothing new.",
                 },
+                "expires_in_seconds": {
+                    "type": "integer",
+                    "description": f"{MESSAGE_EXPIRY_MIN_SECONDS}-{MESSAGE_EXPIRY_MAX_SECONDS}; "
+                    "unclaimed by then, it expires.",
+                },
             },
             "to_workspace",
             "to_project",
@@ -194,7 +201,7 @@ MESSAGING_TOOLS = (
         name="memory_message_status",
         description=(
             "Where a message your project sent or received stands: pending, claimed (when, "
-            "by which agent) or cancelled. No body."
+            "by which agent), cancelled or expired. No body."
         ),
         input_schema=object_schema(
             {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.db import models
@@ -17,8 +18,13 @@ class MessageQuerySet(models.QuerySet["Message"]):
     """The one spelling of "pending in this inbox, oldest first" for every reader (the raw
     statements read ``PENDING_IN_INBOX_SQL``, below, which says the same)."""
 
-    def pending(self) -> MessageQuerySet:
-        return self.filter(state=Message.State.PENDING)
+    def pending(self, now: datetime | None = None) -> MessageQuerySet:
+        """Pending and not expired at ``now`` (default: this moment): what may be listed,
+        counted, claimed or cancelled. A message whose ``expires_at`` has passed is
+        expired at once, whether or not ``messages_expire`` has stored it so yet."""
+        return self.filter(state=Message.State.PENDING).filter(
+            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now or timezone.now())
+        )
 
     def inbox_of(self, project: Project | models.OuterRef) -> MessageQuerySet:
         """``project``: a project, or ``OuterRef("pk")`` of an outer ``Project`` query."""
@@ -38,6 +44,9 @@ class Message(models.Model):
         PENDING = "pending", "pending"
         CLAIMED = "claimed", "claimed"
         CANCELLED = "cancelled", "cancelled"
+        # Stored by ``messages_expire`` in the background, for rows whose time passed while
+        # pending; ``state_at`` says it from the time alone before that.
+        EXPIRED = "expired", "expired"
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     # No index of their own on the foreign keys below: each leads one of Meta.indexes,
@@ -95,6 +104,9 @@ class Message(models.Model):
     claimed_by_agent = models.CharField(max_length=40, blank=True)
     claimed_by_user = models.CharField(max_length=150, blank=True)
     cancelled_at = models.DateTimeField(null=True, blank=True)
+    # When a pending message stops being deliverable (docs/reference.md#messages); None:
+    # never. Set at send, never changed.
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     objects = MessageQuerySet.as_manager()
 
@@ -116,10 +128,24 @@ class Message(models.Model):
                 condition=models.Q(claimed_by_session__isnull=False),
                 name="message_claimed_by_session",
             ),
+            # What the background expiry looks for: only sends with an expiry write it,
+            # and a claim takes the row out of it.
+            models.Index(
+                fields=["expires_at"],
+                condition=models.Q(state="pending", expires_at__isnull=False),
+                name="message_expiring",
+            ),
+            # What the retention purge walks, oldest first: a send writes nothing to it;
+            # the claim, cancel or expiry that finishes a message adds it.
+            models.Index(
+                fields=["created_at", "id"],
+                condition=~models.Q(state="pending"),
+                name="message_finished",
+            ),
         ]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(state__in=["pending", "claimed", "cancelled"]),
+                condition=models.Q(state__in=["pending", "claimed", "cancelled", "expired"]),
                 name="message_state_valid",
             ),
             # Decides racing retries of one send: the second insert fails, nothing doubles.
@@ -133,6 +159,22 @@ class Message(models.Model):
     def __str__(self) -> str:
         return f"{self.id} ({self.state})"
 
+    def is_pending(self, now: datetime | None = None) -> bool:
+        """Whether the message may still be claimed or cancelled at ``now`` (default:
+        this moment), as ``MessageQuerySet.pending`` says it."""
+        return self.state_at(now or timezone.now()) == Message.State.PENDING
+
+    def state_at(self, now: datetime) -> str:
+        """The state every surface shows at ``now``: a pending message whose expiry has
+        passed is ``expired``, stored so or not."""
+        if (
+            self.state == Message.State.PENDING
+            and self.expires_at is not None
+            and self.expires_at <= now
+        ):
+            return Message.State.EXPIRED
+        return self.state
+
 
 def _column(name: str) -> str:
     field = Message._meta.get_field(name)
@@ -140,16 +182,26 @@ def _column(name: str) -> str:
     return field.column
 
 
-# ``Message.objects.inbox_of(project).pending()`` in raw SQL, for the statements the ORM
-# cannot say (the bounded send's count, the pop's claim): a condition on the message
-# table, unaliased, whose parameters are ``pending_in_inbox_params(project_id)``.
-PENDING_IN_INBOX_SQL = f"{_column('to_project')} = %s AND {_column('state')} = %s"
+# ``Message.objects.inbox_of(project).pending(now)`` in raw SQL, for the statements the
+# ORM cannot say (the bounded send's count, the pop's claim): a condition on the message
+# table, unaliased, whose parameters are ``pending_in_inbox_params(project_id, now)``.
+PENDING_IN_INBOX_SQL = (
+    f"{_column('to_project')} = %s AND {_column('state')} = %s "
+    f"AND ({_column('expires_at')} IS NULL OR {_column('expires_at')} > %s)"
+)
+# Where ``now`` stands among those parameters, for a statement that takes its moment late.
+PENDING_IN_INBOX_NOW_PARAM = 2
 
 
-def pending_in_inbox_params(project_id: Any) -> list[Any]:
-    """The parameters of ``PENDING_IN_INBOX_SQL`` for the inbox of ``project_id``, as the
-    current connection stores them."""
-    return [db_value(Message, "to_project", project_id), Message.State.PENDING]
+def pending_in_inbox_params(project_id: Any, now: datetime | None) -> list[Any]:
+    """The parameters of ``PENDING_IN_INBOX_SQL`` for the inbox of ``project_id`` at
+    ``now``, as the current connection stores them. ``now`` may be None only for a
+    statement that puts its moment at ``PENDING_IN_INBOX_NOW_PARAM`` before it runs."""
+    return [
+        db_value(Message, "to_project", project_id),
+        Message.State.PENDING,
+        None if now is None else db_value(Message, "expires_at", now),
+    ]
 
 
 class PopRequest(models.Model):

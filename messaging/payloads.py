@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
+
 from aimemory_site.lib.timestamps import rfc3339
 from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
@@ -31,11 +33,14 @@ def decision_reply_payload(stored: dict[str, Any] | None) -> dict[str, Any] | No
 
 
 def message_payload(message: Message) -> dict[str, Any]:
-    """``message`` as JSON. Callers select_related both projects and their workspaces."""
+    """``message`` as JSON. Callers select_related both projects and their workspaces.
+
+    Its ``state`` is the one it has now: a pending message past its ``expires_at`` is
+    ``expired``, whether or not the background has stored it so yet."""
     to_project, from_project = message.to_project, message.from_project
     return {
         "id": str(message.id),
-        "state": message.state,
+        "state": message.state_at(timezone.now()),
         "to_workspace": to_project.workspace.name,
         "to_project": to_project.name,
         "to_workspace_id": str(to_project.workspace_id),
@@ -55,6 +60,7 @@ def message_payload(message: Message) -> dict[str, Any]:
         "body": message.body,
         "created_at": rfc3339(message.created_at),
         "claimed_at": rfc3339(message.claimed_at),
+        "expires_at": rfc3339(message.expires_at),
     }
 
 

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 from ninja import Field, Schema
-from pydantic import ConfigDict, StrictBool
+from pydantic import ConfigDict, StrictBool, StrictInt
 
 from aimemory_site.lib.api import BodyIn, NameText, NonBlankText, RetryIdText, UuidText
+from aimemory_site.lib.durations import MESSAGE_EXPIRY_MAX_SECONDS, MESSAGE_EXPIRY_MIN_SECONDS
 from aimemory_site.lib.limits import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_LIMIT_MIN
 from messaging.limits import BODY_MAX_CHARS, RETRY_ID_MAX_CHARS, SUBJECT_MAX_CHARS
 
@@ -27,6 +28,18 @@ class MessageSendIn(BodyIn):
         None,
         description=f"1-{RETRY_ID_MAX_CHARS} characters. A retry with the same key within "
         "24 hours writes nothing and answers the first send.",
+    )
+    # The range is documented, not validated: the service answers it with 400
+    # invalid_expiry on every surface, where pydantic would answer 422.
+    expires_in_seconds: StrictInt | None = Field(
+        None,
+        description=f"{MESSAGE_EXPIRY_MIN_SECONDS}-{MESSAGE_EXPIRY_MAX_SECONDS:,}: the message "
+        "expires this many seconds after it is sent, unclaimed (default: the server's "
+        "AI_MEMORY_MESSAGE_TTL, else never)",
+        json_schema_extra={
+            "minimum": MESSAGE_EXPIRY_MIN_SECONDS,
+            "maximum": MESSAGE_EXPIRY_MAX_SECONDS,
+        },
     )
 
 
@@ -78,7 +91,7 @@ class MessageHeadOut(Schema):
     """A message without its body: what a status shows, and what every listing starts with."""
 
     id: str
-    state: str
+    state: str = Field(json_schema_extra={"enum": ["pending", "claimed", "cancelled", "expired"]})
     to_workspace: str
     to_project: str
     to_workspace_id: str
@@ -99,6 +112,9 @@ class MessageHeadOut(Schema):
     )
     created_at: str
     claimed_at: str | None
+    expires_at: str | None = Field(
+        description="When it expires if still pending then; null: never."
+    )
 
 
 class MessageOut(MessageHeadOut):

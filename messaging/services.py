@@ -11,11 +11,14 @@ import functools
 import logging
 import re
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -39,6 +42,7 @@ from messaging.admission import admission_decide, admission_observe
 from messaging.admission_config import MESSAGE_CANCEL, MESSAGE_POP, MESSAGE_SEND
 from messaging.answer_selectors import reply_verdict
 from messaging.arguments import (
+    expires_in_parse,
     idempotency_key_parse,
     in_reply_to_parse,
     message_id_parse,
@@ -51,11 +55,13 @@ from messaging.limits import (
     SUBJECT_MAX_CHARS,
 )
 from messaging.models import (
+    PENDING_IN_INBOX_NOW_PARAM,
     PENDING_IN_INBOX_SQL,
     Message,
     PopRequest,
     pending_in_inbox_params,
 )
+from messaging.retention import housekeeping
 from projects.access import Level, project_access, project_from_values, projects_access
 from projects.models import Activity, AgentSession, Project, Workspace
 from projects.services import activity_new, activity_record, session_agent
@@ -112,6 +118,7 @@ def message_send(
     from_session: AgentSession | None = None,
     in_reply_to: str | None = None,
     idempotency_key: str | None = None,
+    expires_in_seconds: int | None = None,
 ) -> Sent:
     """Put a message in the recipient's inbox, or raise and write nothing.
 
@@ -127,10 +134,16 @@ def message_send(
     access query, then the guarded insert and the two activity rows (SQLite), or the
     inbox lock and one statement doing both, sent together without BEGIN and COMMIT
     (PostgreSQL); a key adds the look-up of an earlier send, a decision reply the look-up
-    of its question.
+    of its question, and one sent without ``in_reply_to`` the check of the question's id
+    as its ``in_reply_to`` (linked when valid, silently not otherwise). The message expires
+    ``expires_in_seconds`` after it is sent (default ``AI_MEMORY_MESSAGE_TTL``; None:
+    never).
     """
     reply_to = in_reply_to_parse(in_reply_to)
     idempotency_key = idempotency_key_parse(idempotency_key)
+    expires_in = expires_in_parse(expires_in_seconds)
+    if expires_in is None:
+        expires_in = settings.AI_MEMORY_MESSAGE_TTL
     recipient, sender = projects_access(
         principal, [(to_workspace, to_project), (from_workspace, from_project)], need=Level.WRITE
     )
@@ -142,9 +155,15 @@ def message_send(
     clean_subject = subject_clean(subject)
     if reply_to is not None:
         _reply_check(sender, reply_to)
+    reply = decision_reply_parse(clean_subject.text, clean_body.text)
+    if reply_to is None and reply is not None:
+        reply_to = _question_link(sender, reply["question_id"])
     agent = session_agent(from_session)
     admission_decide(MESSAGE_SEND, principal=principal, project=recipient, session=from_session)
+    now = timezone.now()
     message = Message(
+        created_at=now,
+        expires_at=None if expires_in is None else now + timedelta(seconds=expires_in),
         to_project=recipient,
         from_project=sender,
         from_agent=agent,
@@ -155,9 +174,7 @@ def message_send(
         in_reply_to=reply_to,
         decision=decision_parse(clean_subject.text, clean_body.text),
         # Whether a decision reply counts is decided once, here, for every surface.
-        decision_reply=reply_verdict(
-            principal, sender, recipient, decision_reply_parse(clean_subject.text, clean_body.text)
-        ),
+        decision_reply=reply_verdict(principal, sender, recipient, reply),
         omitted_chars=clean_body.omitted,
         redactions=clean_body.redactions + clean_subject.redactions,
         idempotency_key=idempotency_key,
@@ -249,12 +266,28 @@ def _send_of_key(sender: Project, principal: Principal, key: str) -> Message | N
     )
 
 
-def _reply_check(sender: Project, in_reply_to: uuid.UUID) -> None:
+def _reply_valid(sender: Project, in_reply_to: uuid.UUID) -> bool:
     """A reply must answer a message its sending project sent or received."""
-    related = Message.objects.filter(pk=in_reply_to).filter(
-        Q(from_project=sender) | Q(to_project=sender)
+    return (
+        Message.objects.filter(pk=in_reply_to)
+        .filter(Q(from_project=sender) | Q(to_project=sender))
+        .exists()
     )
-    if not related.exists():
+
+
+def _question_link(sender: Project, question_id: str) -> uuid.UUID | None:
+    """The ``in_reply_to`` a decision reply sent without one gets: its question's id, when
+    that is a valid ``in_reply_to`` for ``sender`` (docs/reference.md#waiting-and-waking);
+    else None, and the reply is sent unlinked."""
+    try:
+        question = uuid.UUID(question_id)
+    except ValueError:
+        return None
+    return question if _reply_valid(sender, question) else None
+
+
+def _reply_check(sender: Project, in_reply_to: uuid.UUID) -> None:
+    if not _reply_valid(sender, in_reply_to):
         raise BadRequest(
             f"in_reply_to {in_reply_to} names no message that {sender} sent or received",
             code=Code.INVALID_IN_REPLY_TO,
@@ -281,7 +314,10 @@ def _send_statements(message: Message, activities: list[Activity]) -> list[_Stat
     """
     [values] = insert_parts([message])[2]
     activity_values = insert_parts(activities)[2]
-    count_params = [*pending_in_inbox_params(message.to_project_id), MAX_PENDING_PER_INBOX]
+    count_params = [
+        *pending_in_inbox_params(message.to_project_id, message.created_at),
+        MAX_PENDING_PER_INBOX,
+    ]
     activity_params = [value for row in activity_values for value in row]
     sql = _send_sql(connection.vendor, len(activities))
     if connection.vendor != "postgresql":
@@ -469,28 +505,47 @@ def retry_ids_purge() -> tuple[int, int]:
     return keys, requests
 
 
-# One purge in the background every this many sends per process, never two at once.
+# One purge in the background every this many sends per process, or after a send once
+# this many seconds have passed since the last, never two at once.
 PURGE_EVERY_SENDS = 1000
+PURGE_EVERY_SECONDS = 3600.0
 _purge_lock = threading.Lock()
 _sends_since_purge = 0
+_last_purge = time.monotonic()
 
 
 def _purge_now_and_then() -> None:
-    global _sends_since_purge
+    global _sends_since_purge, _last_purge
     with _purge_lock:
         _sends_since_purge += 1
-        if _sends_since_purge < PURGE_EVERY_SENDS:
+        if (
+            _sends_since_purge < PURGE_EVERY_SENDS
+            and time.monotonic() - _last_purge < PURGE_EVERY_SECONDS
+        ):
             return
         _sends_since_purge = 0
+        _last_purge = time.monotonic()
     threading.Thread(target=_purge_in_background, name="retry-ids-purge", daemon=True).start()
 
 
+# Held by the purge that runs: a long one (a first retention purge of a big table) is not
+# joined by the next, which the sends meanwhile would start.
+_purge_running = threading.Lock()
+
+
 def _purge_in_background() -> None:
+    """The housekeeping of a server, off every request's path: retry ids past their window,
+    expired messages stored as such, and with ``AI_MEMORY_RETENTION_DAYS`` the finished
+    messages and handoffs older than that (``messaging.retention``)."""
+    if not _purge_running.acquire(blocking=False):
+        return
     try:
         retry_ids_purge()
+        housekeeping()
     except Exception:
-        logger.exception("purging old send keys and pop request ids failed (will retry later)")
+        logger.exception("the background purge failed (will retry later)")
     finally:
+        _purge_running.release()
         connections.close_all()  # this thread's own connection
 
 
@@ -498,6 +553,8 @@ def _purge_in_background() -> None:
 _MESSAGE_COLUMN = {field.attname: n for n, field in enumerate(Message._meta.concrete_fields)}
 _ACTIVITY_COLUMN = {field.attname: n for n, field in enumerate(Activity._meta.concrete_fields)}
 _CLAIMED_AT_PARAM = 1  # in the claim's parameters, after the state
+# The moment a candidate must not have expired by: the claim's own, after the 5 assignments.
+_CLAIM_NOW_PARAM = 5 + PENDING_IN_INBOX_NOW_PARAM
 
 
 def _claim_statement(
@@ -516,7 +573,7 @@ def _claim_statement(
         session.pk if session is not None else None,
         agent,
         user,
-        *pending_in_inbox_params(inbox.pk),
+        *pending_in_inbox_params(inbox.pk, None),  # its moment: ``_claim_run``'s
     ]
     if message_id is not None:
         params.append(db_value(Message, "id", message_id))
@@ -537,6 +594,9 @@ def _claim_run(sql: str, params: list[Any], activity_values: list[Any]) -> Seque
     """
     moment = db_value(Message, "claimed_at", timezone.now())
     params[_CLAIMED_AT_PARAM] = moment
+    # The expiry is judged at the claim's moment, inside its guarded statement: a message
+    # whose time has passed is never claimed, swept by ``messages_expire`` or not.
+    params[_CLAIM_NOW_PARAM] = moment
     activity_values[_ACTIVITY_COLUMN["created_at"]] = moment
     counterpart = _ACTIVITY_COLUMN["counterpart_id"]
     with connection.cursor() as cursor:

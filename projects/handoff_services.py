@@ -3,10 +3,11 @@ it, exactly once, at that session's start. The reads are ``projects.handoff_sele
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from aimemory_site.lib.errors import BadRequest, Code
@@ -91,3 +92,28 @@ def handoff_claim(*, project: Project, session: AgentSession | None) -> Handoff 
     handoff = claimed[0]
     handoff.project = project
     return handoff
+
+
+def handoffs_purge(*, cutoff: datetime, batch: int, dry_run: bool = False) -> int:
+    """Delete claimed handoffs claimed before ``cutoff`` and expired ones whose expiry came
+    before it, ``batch`` at a time, each batch a short transaction of its own; never an
+    open, unexpired one. Returns how many were deleted (on a ``dry_run``, how many would
+    be, and nothing changes). Handoffs are one per session end, far fewer than messages,
+    so this walks the table without an index of its own, which every write would pay for.
+    """
+    finished = Handoff.objects.filter(
+        Q(state=Handoff.State.CLAIMED, claimed_at__lt=cutoff)
+        | Q(state__in=[Handoff.State.OPEN, Handoff.State.EXPIRED], expires_at__lt=cutoff)
+    )
+    if dry_run:
+        return finished.count()
+    deleted = 0
+    while True:
+        ids = list(finished.order_by("created_at", "id").values_list("id", flat=True)[:batch])
+        if not ids:
+            return deleted
+        # Still finished when deleted: an open handoff past ``cutoff`` cannot be claimed.
+        count, _ = finished.filter(pk__in=ids).delete()
+        deleted += count
+        if len(ids) < batch:
+            return deleted

@@ -42,14 +42,21 @@ ThreadedWSGIServer.request_queue_size = 256
 
 
 @pytest.fixture(autouse=True)
-def _predictable_settings(settings: SettingsWrapper) -> None:
-    """Tests never inherit a root token or defaults from the shell that runs them."""
+def _predictable_settings(settings: SettingsWrapper, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never inherit a root token or defaults from the shell that runs them, and a
+    long run never has a send start the hourly background purge in the middle of a test
+    (the tests of the purge start it themselves)."""
+    from messaging import services
+
+    monkeypatch.setattr(services, "PURGE_EVERY_SECONDS", float("inf"))
     settings.AI_MEMORY_ROOT_TOKEN = ""
     settings.AI_MEMORY_ROOT_USERNAME = ""
     settings.AI_MEMORY_DEFAULT_WORKSPACE = "default"
     settings.AI_MEMORY_DEFAULT_PROJECT = "default"
     settings.AI_MEMORY_CONFIG = ""
     settings.AI_MEMORY_ADMISSION_WEBHOOKS_JSON = ""
+    settings.AI_MEMORY_MESSAGE_TTL = None
+    settings.AI_MEMORY_RETENTION_DAYS = None
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 

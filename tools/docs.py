@@ -93,6 +93,11 @@ ERROR_CODES: dict[str, tuple[str, str]] = {
     ),
     "invalid_idempotency_key": ("400", "an `idempotency_key` outside 1-200 characters"),
     "invalid_request_id": ("400", "a `request_id` outside 1-200 characters"),
+    "invalid_expiry": (
+        "400",
+        "an `expires_in_seconds` that is not a whole number of seconds in 60..2,592,000 "
+        "(1 minute to 30 days)",
+    ),
     "admission_refused": ("403", "a deciding admission webhook refused the operation"),
     "invalid_page_path": ("400", "a page path that breaks the path rules"),
     "page_not_found": ("404", "no page at that path"),

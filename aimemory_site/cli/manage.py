@@ -51,7 +51,7 @@ def add_parser(subparsers: SubParsers) -> None:
         description=describe(
             [
                 "Run a Django management command with the server's settings, e.g. "
-                "create_user, issue_token, grant, project_mode, createsuperuser or migrate, "
+                "create_user, issue_token, grant, project_mode, purge_messages, createsuperuser or migrate, "
                 "on the database of AI_MEMORY_DATA_DIR (default ./var) or DATABASE_URL, as "
                 "`ai-memory serve` does: run it where the server runs. Each exits 1 with a "
                 "message when the user or project it names does not exist, or when the "

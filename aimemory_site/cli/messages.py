@@ -31,6 +31,7 @@ from aimemory_site.cli.errors import CliError, UsageError
 from aimemory_site.cli.help_text import SubParsers, add_command, scope_help
 from aimemory_site.cli.scope import Scope
 from aimemory_site.lib.ages import age_text
+from aimemory_site.lib.durations import DURATION_FORMS, duration_seconds, duration_text
 from aimemory_site.lib.limits import (
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
@@ -84,9 +85,13 @@ def format_sent(
     *,
     omitted_chars: int = 0,
     redactions: int = 0,
+    expires_in_seconds: int | None = None,
 ) -> str:
-    """``Sent message ID from A to B.``, saying what the cap and the scrubber changed."""
+    """``Sent message ID from A to B.``, saying what the cap and the scrubber changed, and
+    when it expires if the send said."""
     changes = []
+    if expires_in_seconds is not None:
+        changes.append(f"expires unclaimed in {duration_text(expires_in_seconds)}")
     if omitted_chars:
         changes.append(f"body cut by {omitted_chars:,} chars to {MESSAGE_BODY_MAX_CHARS:,}")
     if redactions:
@@ -112,7 +117,14 @@ def format_status(message: Message) -> str:
         lines.append(f"  claimed: {message['claimed_at']}{by}")
     if message.get("cancelled_at"):
         lines.append(f"  cancelled: {message['cancelled_at']}")
+    if message.get("expires_at"):
+        lines.append(f"  {_expiry_word(message)}: {message['expires_at']}")
     return "\n".join(lines)
+
+
+def _expiry_word(message: Message) -> str:
+    """``expired`` for a message that did, else ``expires`` (only a pending one still may)."""
+    return "expired" if message.get("state") == "expired" else "expires"
 
 
 def decision_lines(message: Message, indent: str) -> list[str]:
@@ -160,6 +172,8 @@ def format_message_list(
         ]
         if message.get("in_reply_to"):
             lines.append(f"    in reply to: {message['in_reply_to']}")
+        if message.get("expires_at"):
+            lines.append(f"    expires: {message['expires_at']}")
         lines += decision_lines(message, "    ")
     return "\n".join(lines)
 
@@ -178,8 +192,10 @@ def format_popped(message: Message, security_notice: str) -> str:
     if message.get("in_reply_to"):
         lines.append(f"  in reply to: {message['in_reply_to']}")
     body: str = message["body"]
+    lines.append(f"  created: {message['created_at']}")
+    if message.get("expires_at"):
+        lines.append(f"  expires: {message['expires_at']}")
     lines += [
-        f"  created: {message['created_at']}",
         "",
         security_notice,
         *decision_lines(message, ""),
@@ -227,7 +243,7 @@ def run_send(args: argparse.Namespace) -> int:
     if not body.strip():
         raise UsageError("the message body is empty")
     sender = current_scope(args.from_workspace, args.from_project)
-    payload: dict[str, str] = {
+    payload: dict[str, str | int] = {
         "to_workspace": args.to_workspace,
         "to_project": args.to_project,
         "from_workspace": sender.workspace,
@@ -238,6 +254,8 @@ def run_send(args: argparse.Namespace) -> int:
         payload["subject"] = args.subject
     if args.in_reply_to is not None:
         payload["in_reply_to"] = args.in_reply_to
+    if args.expires_in is not None:
+        payload["expires_in_seconds"] = args.expires_in
     # A key of this invocation: the one retry below can then never send twice.
     payload["idempotency_key"] = f"cli-{uuid.uuid4()}"
     answer = api_client(sender).post_retrying_once(MESSAGES_PATH, payload)
@@ -254,6 +272,7 @@ def run_send(args: argparse.Namespace) -> int:
                 args.to_project,
                 omitted_chars=answer_count(answer, "omitted_chars", request),
                 redactions=answer_count(answer, "redactions", request),
+                expires_in_seconds=args.expires_in,
             )
         )
     return 0
@@ -334,6 +353,17 @@ def run_cancel(args: argparse.Namespace) -> int:
 # ---- arguments --------------------------------------------------------------------------
 
 
+def expiry_duration(text: str) -> int:
+    """``--expires-in``: a duration in seconds; its range is the server's to check (400
+    ``invalid_expiry``), so that the rule is written once."""
+    try:
+        return duration_seconds(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid duration {text[:40]!r}: use {DURATION_FORMS}"
+        ) from None
+
+
 def list_limit(text: str) -> int:
     """A number, clamped to 1..200 as the server clamps it (docs/reference.md#messages)."""
     try:
@@ -397,6 +427,13 @@ def add_parser(subparsers: SubParsers) -> None:
     )
     send.add_argument(
         "--in-reply-to", metavar="ID", help="the message this one answers (sent or received here)"
+    )
+    send.add_argument(
+        "--expires-in",
+        type=expiry_duration,
+        metavar="D",
+        help="expire unclaimed after D: seconds, or 90s, 45m, 2h, 7d (1 minute to 30 days; "
+        "default: the server's AI_MEMORY_MESSAGE_TTL, else never)",
     )
     add_json_flag(send)
     send.add_argument("body", nargs="?", metavar="BODY", help="the message (default: stdin)")

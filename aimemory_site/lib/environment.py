@@ -99,6 +99,21 @@ ENVIRONMENT: tuple[EnvironmentVariable, ...] = (
         "`7`",
     ),
     EnvironmentVariable(
+        "AI_MEMORY_MESSAGE_TTL",
+        Reader.SERVER,
+        "how long a message sent without `expires_in_seconds` waits before it expires: "
+        "seconds, or `90s`, `45m`, `2h`, `7d`; 1 minute to 30 days",
+        "unset: messages never expire",
+    ),
+    EnvironmentVariable(
+        "AI_MEMORY_RETENTION_DAYS",
+        Reader.SERVER,
+        "days after which the server deletes claimed, cancelled and expired messages and "
+        "claimed and expired handoffs, in the background (`ai-memory manage purge_messages` "
+        "does it at once); pending messages and pages are never deleted",
+        "unset: keep everything",
+    ),
+    EnvironmentVariable(
         "AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS",
         Reader.SERVER,
         "`1` lets anyone answer operator decisions on the web answer page of an anonymous "

@@ -274,7 +274,7 @@ def test_every_fault_of_a_call_is_named_at_once(mcp: RawMcp) -> None:
     assert "missing required argument 'body'" in text
     assert "'to_project' must be a string" in text
     assert text.endswith(
-        "It takes (to_workspace, to_project, body, subject?, from_workspace?, from_project?, in_reply_to?, idempotency_key?)."
+        "It takes (to_workspace, to_project, body, subject?, from_workspace?, from_project?, in_reply_to?, idempotency_key?, expires_in_seconds?)."
     )
 
 

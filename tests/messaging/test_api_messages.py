@@ -39,7 +39,7 @@ def test_send_list_pop_delivers_to_recipient_exactly_once(
         "id", "state", "to_workspace", "to_project", "to_workspace_id", "to_project_id",
         "from_workspace", "from_project", "from_workspace_id", "from_project_id",
         "from_agent", "from_owner_user", "subject", "in_reply_to", "decision",
-        "decision_reply", "body", "created_at", "claimed_at",
+        "decision_reply", "body", "created_at", "claimed_at", "expires_at",
     }  # fmt: skip
     assert row["decision"] is None and row["decision_reply"] is None
 

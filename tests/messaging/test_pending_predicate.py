@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import connection
+from django.utils import timezone
 
 from messaging.models import PENDING_IN_INBOX_SQL, Message, pending_in_inbox_params
 from messaging.services import message_cancel, message_pop
@@ -14,7 +15,7 @@ def _raw_pending_ids(inbox: Project) -> set[str]:
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT id FROM {Message._meta.db_table} WHERE {PENDING_IN_INBOX_SQL}",
-            pending_in_inbox_params(inbox.pk),
+            pending_in_inbox_params(inbox.pk, timezone.now()),
         )
         return {str(Message._meta.pk.to_python(row[0])) for row in cursor.fetchall()}
 

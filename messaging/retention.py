@@ -1,0 +1,192 @@
+"""Expiry and retention: the housekeeping writes that run off every request's path
+(docs/reference.md#messages).
+
+Whether a message has expired is read from the time (``MessageQuerySet.pending``,
+``PENDING_IN_INBOX_SQL``, ``Message.state_at``), so it holds at once on every surface;
+nothing here decides it. ``messages_expire`` only stores ``expired`` on the pending rows
+whose time has passed, in the background, so that they leave the inbox index and the
+partial ``message_expiring`` index instead of being stepped over by every claim and
+count. ``messages_purge`` deletes what ``AI_MEMORY_RETENTION_DAYS`` (or ``manage
+purge_messages``) no longer keeps. Both work in batches, each a short write transaction
+of its own, with a pause between them on SQLite, whose one write lock every send and pop
+also waits for: a purge of a million rows never holds it for longer than a batch.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from aimemory_site.lib.sql import db_value, placeholders
+from messaging.models import Message, PopRequest
+from projects.handoff_services import handoffs_purge
+
+# Rows per write transaction: a few milliseconds of a write lock on either database.
+PURGE_BATCH = 200
+# Seconds between two batches on SQLite, at least, and how many times as long as the
+# batch took: the writers queued on its one lock get it in between, and the WAL the
+# batch wrote is checkpointed (PASSIVE, no lock) before the next; a WAL let grow to
+# tens of MiB costs a RESTART checkpoint that holds the writer lock for long.
+SQLITE_PAUSE_SECONDS = 0.02
+SQLITE_REST_PER_BATCH_TIME = 2.0
+
+
+@dataclass(frozen=True)
+class Purged:
+    """What a purge deleted (or, on a dry run, would delete)."""
+
+    messages: int  # claimed, cancelled and expired messages
+    pop_requests: int  # the pop request ids that pointed at them
+    handoffs: int  # claimed and expired handoffs
+    expired: int  # pending messages past their time, stored as expired first
+
+
+def _pause_default() -> float:
+    return SQLITE_PAUSE_SECONDS if connection.vendor == "sqlite" else 0.0
+
+
+def _rest(pause: float, since: float) -> None:
+    """Wait between two batches: ``pause`` seconds, and on SQLite (unless ``pause`` is 0,
+    for tests and benches that want it at once) a multiple of what the batch took since
+    ``since`` (``time.monotonic``)."""
+    if pause > 0 and connection.vendor == "sqlite":
+        pause = max(pause, (time.monotonic() - since) * SQLITE_REST_PER_BATCH_TIME)
+    if pause > 0:
+        time.sleep(pause)
+
+
+def messages_expire(
+    *, now: datetime | None = None, batch: int = PURGE_BATCH, pause: float | None = None
+) -> int:
+    """Store ``expired`` on the pending messages whose ``expires_at`` is not after ``now``
+    (default: this moment), ``batch`` at a time; returns how many. A claim racing it is
+    decided by the state guard of each: the row stays claimed or becomes expired, once.
+    Must not run inside a transaction (each batch commits on its own)."""
+    now = now or timezone.now()
+    pause = _pause_default() if pause is None else pause
+    passed = Message.objects.filter(
+        state=Message.State.PENDING, expires_at__isnull=False, expires_at__lte=now
+    )
+    stored = 0
+    while True:
+        began = time.monotonic()
+        ids = list(passed.order_by("expires_at").values_list("id", flat=True)[:batch])
+        if not ids:
+            return stored
+        stored += passed.filter(pk__in=ids).update(state=Message.State.EXPIRED)
+        if len(ids) < batch:
+            return stored
+        _rest(pause, began)
+
+
+def messages_purge(
+    *,
+    older_than_days: int,
+    batch: int = PURGE_BATCH,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    pause: float | None = None,
+) -> Purged:
+    """Delete the messages that finished more than ``older_than_days`` days before ``now``
+    (claimed, cancelled, or expired: by ``claimed_at``, ``cancelled_at``, ``expires_at``),
+    with the pop request ids that name them, and the claimed and expired handoffs as old;
+    first, stores ``expired`` on pending messages past their time (``messages_expire``).
+    Never a pending message that may still be claimed, never a page. ``batch`` rows per
+    short write transaction, ``pause`` seconds at least between two (default: a short
+    rest on SQLite, none on PostgreSQL; 0: back to back). On a ``dry_run`` nothing
+    changes and the counts say what would be deleted. Precondition: ``older_than_days >=
+    0``; not inside a transaction.
+
+    The walk follows the partial ``message_finished`` index (finished rows by
+    ``created_at``, which no finished row's end precedes), keyset by keyset, so a message
+    created before the cut but finished after it is stepped over once, not once a batch.
+    """
+    assert older_than_days >= 0
+    now = now or timezone.now()
+    pause = _pause_default() if pause is None else pause
+    cutoff = now - timedelta(days=older_than_days)
+    if dry_run:
+        passed = Message.objects.filter(
+            state=Message.State.PENDING, expires_at__isnull=False, expires_at__lte=now
+        )
+        expired = passed.count()
+        # Those expired before the cut would be deleted too, once stored as expired.
+        doomed = passed.filter(expires_at__lt=cutoff).count()
+        pops = PopRequest.objects.filter(message__in=passed.filter(expires_at__lt=cutoff)).count()
+    else:
+        expired = messages_expire(now=now, batch=batch, pause=pause)
+        doomed = pops = 0
+    finished = Message.objects.exclude(state=Message.State.PENDING).filter(created_at__lt=cutoff)
+    after: tuple[datetime, uuid.UUID] | None = None
+    while True:
+        began = time.monotonic()
+        page = finished
+        if after is not None:
+            page = page.filter(created_at__gte=after[0]).exclude(
+                created_at=after[0], id__lte=after[1]
+            )
+        rows = list(
+            page.order_by("created_at", "id").values_list(
+                "id", "created_at", "claimed_at", "cancelled_at", "expires_at"
+            )[:batch]
+        )
+        if not rows:
+            break
+        after = (rows[-1][1], rows[-1][0])  # (created_at, id) of the last row read
+        ids = [row[0] for row in rows if _finished_at(*row[1:]) < cutoff]
+        if dry_run:
+            doomed += len(ids)
+            pops += PopRequest.objects.filter(message_id__in=ids).count()
+        elif ids:
+            deleted, popped = _messages_delete(ids)
+            doomed += deleted
+            pops += popped
+        if len(rows) < batch:
+            break
+        _rest(pause, began)
+    handoffs = handoffs_purge(cutoff=cutoff, batch=batch, dry_run=dry_run)
+    return Purged(messages=doomed, pop_requests=pops, handoffs=handoffs, expired=expired)
+
+
+def _finished_at(
+    created_at: datetime,
+    claimed_at: datetime | None,
+    cancelled_at: datetime | None,
+    expires_at: datetime | None,
+) -> datetime:
+    """When a finished message stopped being pending."""
+    return claimed_at or cancelled_at or expires_at or created_at
+
+
+def _messages_delete(ids: list[uuid.UUID]) -> tuple[int, int]:
+    """Delete finished messages ``ids`` and the pop request ids naming them, in one short
+    transaction: (messages, pop request ids). Raw, as Django's cascade would first read
+    every row, body and all, to look for what points at it."""
+    table = Message._meta.db_table
+    values = [db_value(Message, "id", pk) for pk in ids]
+    with transaction.atomic():
+        popped, _ = PopRequest.objects.filter(message_id__in=ids).delete()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"DELETE FROM {table} WHERE id IN ({placeholders(len(values))}) AND NOT state = %s",
+                [*values, Message.State.PENDING],
+            )
+            deleted = cursor.rowcount
+    return deleted, popped
+
+
+def housekeeping() -> Purged | None:
+    """What the server runs in the background now and then: store expired messages as
+    such, and with ``AI_MEMORY_RETENTION_DAYS`` purge what it no longer keeps (which
+    expires them first). Returns the purge's counts, or None without retention."""
+    days = settings.AI_MEMORY_RETENTION_DAYS
+    if days is None:
+        messages_expire()
+        return None
+    return messages_purge(older_than_days=days)
