@@ -108,7 +108,7 @@ class HomePage:
 
 @dataclass(frozen=True)
 class HomeInbox:
-    """The live parts of the home page (docs/reference.md#web): every card's badge and the
+    """The live parts of the home page (docs/operating.md#the-web-mailbox): every card's badge and the
     summary, without the activity the cards also show."""
 
     cards: list[InboxCard]  # in the home page's order
@@ -185,7 +185,7 @@ class ProjectPage:
 
 @dataclass(frozen=True)
 class ProjectMailbox:
-    """The live part of a project page (docs/reference.md#web): its Mailbox section, as
+    """The live part of a project page (docs/operating.md#the-web-mailbox): its Mailbox section, as
     empty for a project that is missing or unreadable as on the page itself."""
 
     name: ProjectName

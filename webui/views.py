@@ -93,7 +93,7 @@ def project_live(
 
 
 def _live_fragment(request: HttpRequest, template: str, context: dict[str, object]) -> HttpResponse:
-    """The live regions of a page (docs/reference.md#web), for ``static/webui/live.js``.
+    """The live regions of a page (docs/operating.md#the-web-mailbox), for ``static/webui/live.js``.
 
     The ETag is a digest of the fragment itself, so it says no more than the fragment
     does, and a poll whose ``If-None-Match`` still matches gets a 304 with no body. Never

@@ -1,4 +1,4 @@
-// Keeps the live regions of a web page current without a reload (docs/reference.md#web).
+// Keeps the live regions of a web page current without a reload (docs/operating.md#the-web-mailbox).
 //
 // The page names its source on <main data-live-source="...">; each region it may refresh
 // carries data-live="<key>". The source answers the same regions rendered by the same

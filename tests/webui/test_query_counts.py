@@ -24,7 +24,7 @@ HOME_QUERIES_USER = 4
 # the pages (no body).
 PROJECT_QUERIES_ANONYMOUS = 7
 PROJECT_QUERIES_USER = 9
-# The live regions (docs/reference.md#web): the home's are its one query without the
+# The live regions (docs/operating.md#the-web-mailbox): the home's are its one query without the
 # latest activity; the Mailbox's are the project page's project, messages, count and
 # readable senders. A 304 costs the same: the digest is of the regions rendered.
 HOME_LIVE_QUERIES_ANONYMOUS = 2

@@ -41,7 +41,7 @@ INBOX_BADGE_TITLE = "Messages from other projects waiting for an agent here"
 @register.simple_tag
 def inbox_badge(card: Mapping[str, Any]) -> SafeString:
     """A home card's amber ``N inbox`` badge (nothing when none waits), in the live region
-    that ``static/webui/live.js`` refreshes (docs/reference.md#web).
+    that ``static/webui/live.js`` refreshes (docs/operating.md#the-web-mailbox).
 
     The home page and its live fragment both render it here, so the two cannot differ. A
     tag, not an include, for the reason ``age`` gives; the wrapper has
