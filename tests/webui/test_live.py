@@ -40,15 +40,15 @@ def test_the_home_fragment_is_the_pages_badges_and_summary(
     assert regions == live_regions(page(client, "/web/"))
     assert list(regions) == [
         "inbox-summary",
-        "inbox /web/w/default/project-a/",
-        "inbox /web/w/default/project-b/",
-        "inbox /web/w/default/quiet/",
+        "default/project-a",
+        "default/project-b",
+        "default/quiet",
     ]
     assert text_of(regions["inbox-summary"]) == (
         "✉ 3 messages waiting for agents in default/project-b (2), default/project-a (1)."
     )
-    assert text_of(regions["inbox /web/w/default/project-b/"]) == "2 inbox"
-    assert "badge" not in regions["inbox /web/w/default/quiet/"]
+    assert text_of(regions["default/project-b"]) == "2 inbox"
+    assert "badge" not in regions["default/quiet"]
 
 
 def test_the_home_fragment_with_nothing_pending_has_empty_regions(
@@ -141,13 +141,11 @@ def test_a_viewer_without_read_access_gets_what_a_missing_project_gives(
     assert "for alpha's readers" not in restricted.content.decode()
     home = page(client, HOME_LIVE)
     assert "alpha" not in home
-    assert list(live_regions(home)) == ["inbox-summary", "inbox /web/w/default/sender/"]
+    assert list(live_regions(home)) == ["inbox-summary", "default/sender"]
     assert text_of(home) == ""
     client.force_login(bob.user)
     assert "for alpha&#x27;s readers" in page(client, "/web/w/default/alpha/live/")
-    assert text_of(live_regions(page(client, HOME_LIVE))["inbox /web/w/default/alpha/"]) == (
-        "1 inbox"
-    )
+    assert text_of(live_regions(page(client, HOME_LIVE))["default/alpha"]) == ("1 inbox")
     assert list(cards(page(client, "/web/"))) == ["default/alpha", "default/sender"]
 
 

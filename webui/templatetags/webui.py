@@ -44,8 +44,8 @@ def inbox_badge(card: Mapping[str, Any]) -> SafeString:
     that ``static/webui/live.js`` refreshes (docs/operating.md#the-web-mailbox).
 
     The home page and its live fragment both render it here, so the two cannot differ. A
-    tag, not an include, for the reason ``age`` gives; the wrapper has
-    ``display: contents``, so it leaves the card's layout as it was.
+    tag, not an include, for the reason ``age`` gives; the wrapper, short as a thousand of
+    them must be, has ``display: contents``, so it leaves the card's layout as it was.
     """
     badge = (
         format_html(
@@ -56,8 +56,9 @@ def inbox_badge(card: Mapping[str, Any]) -> SafeString:
         if card["pending"]
         else ""
     )
+    # Keyed by the project's names, which no other region's key can be (they hold a "/").
     return format_html(
-        '<span class="card__live" data-live="inbox {}">{}</span>', card["url"], badge
+        '<span data-live="{}/{}">{}</span>', card["workspace"], card["project"], badge
     )
 
 
