@@ -203,6 +203,7 @@ def test_a_database_outage_is_503_everywhere_and_heals(project_b: Project) -> No
         mcp = _mcp_call(client)
         health = client.get("/healthz")
         web = client.get("/web/")
+        live = client.get("/web/w/default/project-b/live/")  # what the page's script polls
     healed = client.get("/api/v1/messages", B)
 
     assert api.status_code == 503
@@ -213,4 +214,6 @@ def test_a_database_outage_is_503_everywhere_and_heals(project_b: Project) -> No
     assert health.json()["code"] == "database_unavailable"
     assert web.status_code == 503
     assert "The database is unavailable" in web.content.decode()
+    assert live.status_code == 503
+    assert "The database is unavailable" in live.content.decode()
     assert healed.status_code == 200  # no restart: the next request reconnects

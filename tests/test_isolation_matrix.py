@@ -273,11 +273,18 @@ def test_the_web_page_shows_only_what_the_viewer_may_read(
     secret = _without_csrf(client.get(f"/web/w/acme/{SECRET}/").content.decode())
     missing = _without_csrf(client.get(f"/web/w/acme/{MISSING}/").content.decode())
 
+    # The Mailbox the page's script polls: for an outsider, byte for byte a missing one's.
+    live_secret = client.get(f"/web/w/acme/{SECRET}/live/")
+    live_missing = client.get(f"/web/w/acme/{MISSING}/live/")
+
     if LEVELS[who] == 0:
         assert secret.replace(SECRET, MISSING) == missing
         assert "for secretproj" not in secret
+        assert live_secret.content == live_missing.content
+        assert live_secret["ETag"] == live_missing["ETag"]
     else:
         assert "for secretproj" in secret
+        assert "for secretproj" in live_secret.content.decode()
 
 
 def test_bobs_read_grant_cannot_sign_as_the_project(

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict
 from uuid import UUID
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.urls import reverse
 
 from aimemory_site.lib.limits import LIST_LIMIT_MAX, PAGE_LIST_LIMIT
@@ -64,8 +64,8 @@ def _project_url_pattern() -> str:
     )
 
 
-class ProjectCard(TypedDict):
-    """A home page card.
+class InboxCard(TypedDict):
+    """A project's pending count as the home page's badge and summary show it.
 
     A dict, not a dataclass: the template looks up six fields of each of a thousand cards,
     and Django's lookup tries ``card[key]`` first, which a dict answers, where an object
@@ -76,6 +76,11 @@ class ProjectCard(TypedDict):
     project: str
     url: str  # the project page
     pending: int
+
+
+class ProjectCard(InboxCard):
+    """A home page card: the inbox card and the project's latest activity."""
+
     last_activity_at: datetime | None
     last_activity_summary: str
 
@@ -91,7 +96,7 @@ class InboxSummary:
     """The home page's one-line total: the projects holding most mail, then how many more."""
 
     total: int
-    named: list[ProjectCard]
+    named: list[InboxCard]
     more: int
 
 
@@ -99,6 +104,15 @@ class InboxSummary:
 class HomePage:
     workspaces: list[WorkspaceCards]
     summary: InboxSummary | None  # None when no message waits in any readable project
+
+
+@dataclass(frozen=True)
+class HomeInbox:
+    """The live parts of the home page (docs/operating.md#the-web-mailbox): every card's badge and the
+    summary, without the activity the cards also show."""
+
+    cards: list[InboxCard]  # in the home page's order
+    summary: InboxSummary | None
 
 
 @dataclass(frozen=True)
@@ -169,9 +183,27 @@ class ProjectPage:
         return LIST_LIMIT_MAX
 
 
+@dataclass(frozen=True)
+class ProjectMailbox:
+    """The live part of a project page (docs/operating.md#the-web-mailbox): its Mailbox section, as
+    empty for a project that is missing or unreadable as on the page itself."""
+
+    name: ProjectName
+    mailbox: Mailbox
+
+    @property
+    def cli_list_limit(self) -> int:
+        return LIST_LIMIT_MAX
+
+
 def _name_of(project: Project) -> ProjectName:
     """Precondition: ``project`` came with its workspace (``select_related``)."""
     return ProjectName(workspace=project.workspace.name, project=project.name)
+
+
+def _readable_in_page_order(principal: Principal) -> QuerySet[Project]:
+    """The projects ``principal`` may read, in the home page's order."""
+    return readable_projects(principal).order_by("workspace__name", "name")
 
 
 def home_page(principal: Principal) -> HomePage:
@@ -183,13 +215,12 @@ def home_page(principal: Principal) -> HomePage:
     # Rows, not model instances: building a Project and a Workspace per card cost more
     # than the query at a thousand projects.
     rows = (
-        readable_projects(principal)
+        _readable_in_page_order(principal)
         .annotate(
             pending=pending_count_expression(),
             last_activity_at=Subquery(latest.values("created_at")[:1]),
             last_activity_summary=Subquery(latest.values("summary")[:1]),
         )
-        .order_by("workspace__name", "name")
         .values_list(
             "workspace__name", "name", "pending", "last_activity_at", "last_activity_summary"
         )
@@ -212,7 +243,29 @@ def home_page(principal: Principal) -> HomePage:
     return HomePage(workspaces=workspaces, summary=_inbox_summary(cards))
 
 
-def _inbox_summary(cards: list[ProjectCard]) -> InboxSummary | None:
+def home_inbox(principal: Principal) -> HomeInbox:
+    """What ``home_page`` shows of pending mail: the same projects, counts and summary.
+
+    One query, the home page's without the latest activity.
+    """
+    rows = (
+        _readable_in_page_order(principal)
+        .annotate(pending=pending_count_expression())
+        .values_list("workspace__name", "name", "pending")
+    )
+    cards = [
+        InboxCard(
+            workspace=workspace,
+            project=name,
+            url=ProjectName(workspace, name).url,
+            pending=pending,
+        )
+        for workspace, name, pending in rows
+    ]
+    return HomeInbox(cards=cards, summary=_inbox_summary(cards))
+
+
+def _inbox_summary(cards: Sequence[InboxCard]) -> InboxSummary | None:
     holding_mail = sorted(
         (card for card in cards if card["pending"]),
         key=lambda card: (-card["pending"], card["workspace"], card["project"]),
@@ -254,21 +307,17 @@ def project_page(principal: Principal, workspace: str | None, project: str | Non
     """
     if workspace is None or project is None:
         return _empty_page(None)
-    found = readable_projects(principal).filter(workspace__name=workspace, name=project).first()
+    found = _readable_project(principal, workspace, project)
     if found is None:
         return _empty_page(ProjectName(workspace=workspace, project=project))
-    messages = list(
-        Message.objects.pending()
-        .inbox_of(found)
-        .select_related("from_project__workspace")
-        .oldest_first()[:MAILBOX_LIMIT]
-    )
+    messages = _mailbox_messages(found)
     total = message_pending_count(project=found)
     activities = list(
         Activity.objects.filter(project=found)
         .select_related("counterpart__workspace")
         .order_by("-created_at", "-id")[:RECENT_ACTIVITY_LIMIT]
     )
+    # One query for the senders and the counterparts together.
     readable = _readable_among(
         principal,
         itertools.chain(
@@ -276,6 +325,49 @@ def project_page(principal: Principal, workspace: str | None, project: str | Non
             (entry.counterpart_id for entry in activities if entry.counterpart_id is not None),
         ),
     )
+    return ProjectPage(
+        name=_name_of(found),
+        mailbox=_mailbox(messages, total, readable),
+        activity=[_activity_row(entry, readable) for entry in activities],
+        pages=_page_list(found),
+    )
+
+
+def project_mailbox(principal: Principal, workspace: str, project: str) -> ProjectMailbox:
+    """The Mailbox that ``project_page`` shows for the same names and viewer.
+
+    A project that does not exist and one the viewer may not read give the same empty
+    mailbox, as on the page. Never changes a message.
+    """
+    found = _readable_project(principal, workspace, project)
+    if found is None:
+        return ProjectMailbox(
+            name=ProjectName(workspace=workspace, project=project),
+            mailbox=Mailbox(rows=[], total=0),
+        )
+    messages = _mailbox_messages(found)
+    total = message_pending_count(project=found)
+    readable = _readable_among(principal, (message.from_project_id for message in messages))
+    return ProjectMailbox(name=_name_of(found), mailbox=_mailbox(messages, total, readable))
+
+
+def _readable_project(principal: Principal, workspace: str, project: str) -> Project | None:
+    """The named project if ``principal`` may read it; names match exactly (no alias)."""
+    return readable_projects(principal).filter(workspace__name=workspace, name=project).first()
+
+
+def _mailbox_messages(project: Project) -> list[Message]:
+    """The oldest pending messages of the inbox, with their senders: one query."""
+    return list(
+        Message.objects.pending()
+        .inbox_of(project)
+        .select_related("from_project__workspace")
+        .oldest_first()[:MAILBOX_LIMIT]
+    )
+
+
+def _mailbox(messages: list[Message], total: int, readable: set[UUID]) -> Mailbox:
+    """Precondition: ``readable`` holds each sender the viewer may read."""
     rows = [
         MailboxRow(
             id=message.pk,
@@ -289,12 +381,7 @@ def project_page(principal: Principal, workspace: str | None, project: str | Non
         )
         for message in messages
     ]
-    return ProjectPage(
-        name=_name_of(found),
-        mailbox=Mailbox(rows=rows, total=total),
-        activity=[_activity_row(entry, readable) for entry in activities],
-        pages=_page_list(found),
-    )
+    return Mailbox(rows=rows, total=total)
 
 
 def _empty_page(name: ProjectName | None) -> ProjectPage:

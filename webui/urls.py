@@ -10,10 +10,13 @@ app_name = "webui"
 
 urlpatterns = [
     path("web/", views.home, name="home"),
+    # The live regions of the home and project pages, which static/webui/live.js polls.
+    path("web/live/", views.home_live, name="live-home"),
     # A URL that names no project is still a project page: it shows an empty mailbox.
     path("web/w/", views.project_detail, name="no-project"),
     path("web/w/<str:workspace>/", views.project_detail, name="workspace"),
     path("web/w/<str:workspace>/<str:project>/", views.project_detail, name="project"),
+    path("web/w/<str:workspace>/<str:project>/live/", views.project_live, name="live-project"),
     path(
         "web/w/<str:workspace>/<str:project>/pages/<path:path>",
         views.page_detail,

@@ -5,6 +5,7 @@ Nothing here changes a message: consuming one stays an agent action (memory_mess
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from functools import wraps
 from typing import Concatenate, ParamSpec
@@ -13,12 +14,15 @@ from django.contrib.auth.models import User
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.utils.cache import add_never_cache_headers, get_conditional_response
+from django.utils.http import quote_etag
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
 from aimemory_site.lib.principal import Principal
 from projects.auth import auth_enabled
-from webui.selectors import home_page, page_view, project_page
+from webui.selectors import home_inbox, home_page, page_view, project_mailbox, project_page
 
 P = ParamSpec("P")
 ViewerView = Callable[Concatenate[HttpRequest, Principal, P], HttpResponse]
@@ -70,3 +74,34 @@ def page_detail(
     view = page_view(viewer, workspace, project, path)
     status = 200 if view.page is not None else 404
     return render(request, "webui/page.html", {"view": view}, status=status)
+
+
+@viewer_page
+def home_live(request: HttpRequest, viewer: Principal) -> HttpResponse:
+    """The home page's badges and summary, as the page would render them now."""
+    return _live_fragment(request, "webui/live_home.html", {"inbox": home_inbox(viewer)})
+
+
+@viewer_page
+def project_live(
+    request: HttpRequest, viewer: Principal, workspace: str, project: str
+) -> HttpResponse:
+    """The project page's Mailbox, as the page would render it now: the same empty one
+    for a project that does not exist and for one the viewer may not read."""
+    live = project_mailbox(viewer, workspace, project)
+    return _live_fragment(request, "webui/live_project.html", {"live": live})
+
+
+def _live_fragment(request: HttpRequest, template: str, context: dict[str, object]) -> HttpResponse:
+    """The live regions of a page (docs/operating.md#the-web-mailbox), for ``static/webui/live.js``.
+
+    The ETag is a digest of the fragment itself, so it says no more than the fragment
+    does, and a poll whose ``If-None-Match`` still matches gets a 304 with no body. Never
+    cached: the regions are the viewer's and change with every message.
+    """
+    body = render_to_string(template, context, request=request)
+    response = HttpResponse(body)
+    response["ETag"] = quote_etag(hashlib.sha256(body.encode()).hexdigest()[:32])
+    add_never_cache_headers(response)
+    # Given a response, it answers that response or the 304.
+    return get_conditional_response(request, etag=response["ETag"], response=response) or response

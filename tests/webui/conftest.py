@@ -4,10 +4,14 @@ under Playwright for the tests that drive a real browser."""
 from __future__ import annotations
 
 import html
+import json
 import re
 import threading
+import urllib.request
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.http import HttpResponse
@@ -69,6 +73,65 @@ def cards(markup: str) -> dict[str, str]:
 def without_csrf_token(markup: str) -> str:
     """The page with its per-request CSRF token (of the sign-out form) blanked."""
     return _CSRF_VALUE.sub(r"\1\2", markup)
+
+
+class _LiveRegions(HTMLParser):
+    """Collects each ``data-live`` element's markup, as written, by its key."""
+
+    def __init__(self, markup: str) -> None:
+        super().__init__(convert_charrefs=False)
+        self.markup = markup
+        self.line_starts = [0] + [m.end() for m in re.finditer("\n", markup)]
+        self.found: dict[str, str] = {}
+        self.open: tuple[str, str, int] | None = None  # key, tag, start offset
+        self.depth = 0
+
+    def position(self) -> int:
+        line, column = self.getpos()
+        return self.line_starts[line - 1] + column
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.open is not None:
+            self.depth += tag == self.open[1]
+            return
+        key = dict(attrs).get("data-live")
+        if key is not None:
+            self.open, self.depth = (key, tag, self.position()), 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.open is None or tag != self.open[1]:
+            return
+        self.depth -= 1
+        if self.depth == 0:
+            key, _, start = self.open
+            end = self.markup.index(">", self.position()) + 1
+            assert key not in self.found, f"two live regions {key!r}"
+            self.found[key] = self.markup[start:end]
+            self.open = None
+
+
+def live_regions(markup: str) -> dict[str, str]:
+    """The page's or live fragment's regions (``data-live``) as ``{key: markup}``."""
+    parser = _LiveRegions(markup)
+    parser.feed(markup)
+    parser.close()
+    return parser.found
+
+
+def api_post(base_url: str, path: str, body: dict[str, Any], token: str = "") -> Any:
+    """POST JSON to the served API as an agent would and return the decoded answer.
+
+    Over HTTP, not through the services: a browser test's thread may not use the ORM
+    while Playwright's event loop runs in it."""
+    request = urllib.request.Request(
+        f"{base_url}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"}
+        | ({"Authorization": f"Bearer {token}"} if token else {}),
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
 
 
 def deliver(

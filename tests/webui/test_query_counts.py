@@ -24,6 +24,13 @@ HOME_QUERIES_USER = 4
 # the pages (no body).
 PROJECT_QUERIES_ANONYMOUS = 7
 PROJECT_QUERIES_USER = 9
+# The live regions (docs/operating.md#the-web-mailbox): the home's are its one query without the
+# latest activity; the Mailbox's are the project page's project, messages, count and
+# readable senders. A 304 costs the same: the digest is of the regions rendered.
+HOME_LIVE_QUERIES_ANONYMOUS = 2
+HOME_LIVE_QUERIES_USER = 4
+PROJECT_LIVE_QUERIES_ANONYMOUS = 5
+PROJECT_LIVE_QUERIES_USER = 7
 # A page: is auth on, then the page among the readable projects' pages (one query).
 PAGE_QUERIES_ANONYMOUS = 2
 PAGE_QUERIES_USER = 4
@@ -139,3 +146,62 @@ def test_page_view_for_a_logged_in_user(
     with django_assert_num_queries(PAGE_QUERIES_USER):
         response = client.get(f"/web/w/default/inbox/pages/{path}")
     assert response.status_code == (200 if path == "notes/p07" else 404)
+
+
+def _live_twice(client: Client, path: str, assert_num_queries: NumQueries, queries: int) -> str:
+    """GET the live regions at ``path``, then again with their ETag (the 304), each
+    within ``queries``; return the regions."""
+    with assert_num_queries(queries):
+        response = client.get(path)
+    assert response.status_code == 200
+    with assert_num_queries(queries):
+        unchanged = client.get(path, headers={"If-None-Match": response["ETag"]})
+    assert unchanged.status_code == 304
+    return response.content.decode()
+
+
+@pytest.mark.parametrize("count", [1, 50])
+def test_home_live_regions_for_an_anonymous_server(
+    client: Client, db: None, django_assert_num_queries: NumQueries, count: int
+) -> None:
+    _projects_with_mail(count)
+    regions = _live_twice(
+        client, "/web/live/", django_assert_num_queries, HOME_LIVE_QUERIES_ANONYMOUS
+    )
+    assert regions.count('class="badge badge--inbox"') == count
+
+
+@pytest.mark.parametrize("count", [1, 50])
+def test_home_live_regions_for_a_logged_in_user(
+    client: Client, alice: Persona, django_assert_num_queries: NumQueries, count: int
+) -> None:
+    _projects_with_mail(count, owner=alice)
+    client.force_login(alice.user)
+    regions = _live_twice(client, "/web/live/", django_assert_num_queries, HOME_LIVE_QUERIES_USER)
+    assert regions.count('class="badge badge--inbox"') == count
+
+
+@pytest.mark.parametrize("count", [1, 7])
+def test_project_live_mailbox_for_an_anonymous_server(
+    client: Client, db: None, django_assert_num_queries: NumQueries, count: int
+) -> None:
+    _mailbox_with(count)
+    regions = _live_twice(
+        client,
+        "/web/w/default/inbox/live/",
+        django_assert_num_queries,
+        PROJECT_LIVE_QUERIES_ANONYMOUS,
+    )
+    assert regions.count('class="message"') == min(count, 5)
+
+
+@pytest.mark.parametrize("count", [1, 7])
+def test_project_live_mailbox_for_a_logged_in_user(
+    client: Client, bob: Persona, django_assert_num_queries: NumQueries, count: int
+) -> None:
+    _mailbox_with(count)
+    client.force_login(bob.user)
+    regions = _live_twice(
+        client, "/web/w/default/inbox/live/", django_assert_num_queries, PROJECT_LIVE_QUERIES_USER
+    )
+    assert regions.count('class="message"') == min(count, 5)

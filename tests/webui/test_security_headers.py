@@ -18,6 +18,8 @@ TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 PATHS = [
     "/web/",
     "/web/w/default/alpha/",
+    "/web/live/",
+    "/web/w/default/alpha/live/",
     "/accounts/login/",
     "/admin/login/",
     "/api/v1/docs",

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 from django import template
 from django.utils import dateformat, timezone
@@ -30,6 +32,33 @@ def age(moment: datetime) -> SafeString:
         dateformat.format(local, "c"),
         dateformat.format(local, "Y-m-d H:i T"),
         age_text(moment, timezone.now()),
+    )
+
+
+INBOX_BADGE_TITLE = "Messages from other projects waiting for an agent here"
+
+
+@register.simple_tag
+def inbox_badge(card: Mapping[str, Any]) -> SafeString:
+    """A home card's amber ``N inbox`` badge (nothing when none waits), in the live region
+    that ``static/webui/live.js`` refreshes (docs/operating.md#the-web-mailbox).
+
+    The home page and its live fragment both render it here, so the two cannot differ. A
+    tag, not an include, for the reason ``age`` gives; the wrapper, short as a thousand of
+    them must be, has ``display: contents``, so it leaves the card's layout as it was.
+    """
+    badge = (
+        format_html(
+            '<span class="badge badge--inbox" title="{}">{} inbox</span>',
+            INBOX_BADGE_TITLE,
+            card["pending"],
+        )
+        if card["pending"]
+        else ""
+    )
+    # Keyed by the project's names, which no other region's key can be (they hold a "/").
+    return format_html(
+        '<span data-live="{}/{}">{}</span>', card["workspace"], card["project"], badge
     )
 
 
