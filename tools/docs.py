@@ -98,6 +98,7 @@ ERROR_CODES: dict[str, tuple[str, str]] = {
         "an `expires_in_seconds` that is not a whole number of seconds in 60..2,592,000 "
         "(1 minute to 30 days)",
     ),
+    "invalid_wait_seconds": ("400", "a `wait_seconds` that is not an integer"),
     "admission_refused": ("403", "a deciding admission webhook refused the operation"),
     "invalid_page_path": ("400", "a page path that breaks the path rules"),
     "page_not_found": ("404", "no page at that path"),

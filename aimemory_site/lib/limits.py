@@ -29,6 +29,11 @@ PAGE_LIST_LIMIT = 200
 SCRUB_WINDOW_CHARS = 65_536
 SCRUB_MARGIN_CHARS = 8_192
 
+# The longest a pop, a status or a session wait waits on the server, in seconds
+# (docs/reference.md#waiting-and-waking); more is clamped. The CLI waits that much longer
+# for the answer.
+WAIT_SECONDS_MAX = 60
+
 LIST_LIMIT_MIN = 1
 LIST_LIMIT_DEFAULT = 50
 LIST_LIMIT_MAX = 200
