@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from time import monotonic
 
 from django.db.models import Count, OuterRef, Prefetch, Q, Subquery
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from aimemory_site.lib.errors import BadRequest, Code, NotFound
 from aimemory_site.lib.limits import limit_clamp
@@ -93,12 +95,25 @@ def message_status(
     if not wait:
         return _status_of(scope, wanted)
 
+    now = timezone.now()
+    first = _status_of(scope, wanted)
+    if not first.is_pending(now):
+        return first
+    # An expiry is no commit, so nothing publishes it: the wait ends at it by the clock.
+    until = (
+        None if first.expires_at is None else monotonic() + (first.expires_at - now).total_seconds()
+    )
+
     def settled() -> Message | None:
         found = _status_of(scope, wanted)
-        return None if found.state == Message.State.PENDING else found
+        return None if found.is_pending() else found
 
     answer = wait_for(
-        settled, topics=[message_topic(wanted)], wait_seconds=wait, client_gone=client_gone
+        settled,
+        topics=[message_topic(wanted)],
+        wait_seconds=wait,
+        client_gone=client_gone,
+        until=until,
     )
     return answer if answer is not None else _status_of(scope, wanted)
 

@@ -13,11 +13,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import timedelta
 from typing import Any
 
 import anyio
 import httpx
 import pytest
+from django.utils import timezone
 from mcp import Client
 from pytest_django.live_server_helper import LiveServer
 
@@ -191,6 +193,20 @@ def test_a_parked_status_answers_the_pending_message_when_its_time_is_up(
 
     assert answer.json()["state"] == "pending"
     assert 1.0 <= time.monotonic() - started < 3.0
+
+
+def test_a_parked_status_answers_expired_when_the_message_expires(
+    http: httpx.Client, projects: Any
+) -> None:
+    # An expiry commits nothing, so no wake comes: the wait must end at it by the clock.
+    message_id = _send(http)
+    Message.objects.filter(pk=message_id).update(expires_at=timezone.now() + timedelta(seconds=1))
+    started = time.monotonic()
+
+    answer = http.get(f"/api/v1/messages/{message_id}", params={**B, "wait_seconds": 30})
+
+    assert answer.json()["state"] == "expired"
+    assert time.monotonic() - started < 5
 
 
 def test_a_status_of_a_claimed_message_answers_at_once(http: httpx.Client, projects: Any) -> None:
