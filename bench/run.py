@@ -8,7 +8,11 @@ figure so it can be seen not to be the bottleneck. Figures of one database come 
 run against one server and are reported as ratios to the floor (``GET /healthz``) of that
 same run, since this machine is noisy. The peer (PyPI ``agent-inbox``) runs in its own
 virtualenv beside it when Python 3.13 is at hand. Nothing leaves 127.0.0.1; every load is
-bounded in time.
+bounded in time. The server runs with expiry on (``AI_MEMORY_MESSAGE_TTL``), and the scale
+part ends with the retention purge of its million-row history under load.
+
+``BENCH_PARTS`` (comma-separated, of ``PARTS``) measures some parts only and keeps the
+previous run's figures of the others; ``bench.waiting`` is the ``waiting`` part.
 """
 
 from __future__ import annotations
@@ -50,6 +54,15 @@ STOCKED = 100  # stocked inboxes for pops
 HISTORY_ROWS = int(os.environ.get("BENCH_HISTORY_ROWS", "1000000"))
 MEMORY_REQUESTS = int(os.environ.get("BENCH_MEMORY_REQUESTS", "100000"))
 CONTENTION_MESSAGES = 5000
+# The parts of a run (``BENCH_PARTS``, comma-separated; default all). A run of some parts
+# keeps the other parts' figures of the previous run in docs/benchmarks.json, each part
+# with the moment it was measured.
+PARTS = ("loads", "contention", "web", "memory", "scale", "waiting")
+WANTED_PARTS = [p for p in os.environ.get("BENCH_PARTS", ",".join(PARTS)).split(",") if p]
+# Every message the bench's server takes expires after a week (AI_MEMORY_MESSAGE_TTL), so
+# the hot path is measured with expiry on.
+MESSAGE_TTL = "7d"
+PURGE_DAYS = 30  # the history is 32-90 days old: a purge at 30 days deletes all of it
 POSTGRES_ADMIN_URL = os.environ.get(
     "BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres"
 )
@@ -345,11 +358,20 @@ def bench_database(
         if not key.startswith("AI_MEMORY_") and key != "DATABASE_URL"
     }
     env["AI_MEMORY_DATA_DIR"] = str(workdir / "data")
+    env["AI_MEMORY_MESSAGE_TTL"] = MESSAGE_TTL
     if database_url:
         env["DATABASE_URL"] = database_url
     workdir.mkdir(parents=True, exist_ok=True)
     server = Server(env, workdir / "server.log")
-    out: dict[str, Any] = {"database": label, "rounds": ROUNDS}
+    out: dict[str, Any] = {"database": label, "rounds": ROUNDS, "measured": {}}
+
+    def measured(part: str) -> bool:
+        """Whether this run measures ``part``; if so, notes when."""
+        if part not in WANTED_PARTS:
+            return False
+        out["measured"][part] = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
+        return True
+
     try:
         base = server.base
         server.seed("projects", SINKS)
@@ -366,7 +388,7 @@ def bench_database(
             return run
 
         sinks, stock = str(SINKS), str(STOCKED)
-        for c in CONCURRENCIES:
+        for c in CONCURRENCIES if measured("loads") else ():
             rounds = {
                 f"floor_c{c}": load("get.lua", c, BENCH_PATH="/healthz"),
                 f"static_c{c}": load("get.lua", c, BENCH_PATH=static),
@@ -385,99 +407,193 @@ def bench_database(
                 rounds |= peer.rounds(c)
             out |= interleaved(rounds)
 
-        # Contention: 32 clients on one inbox, kept at 250 until 5,000 went in.
-        refiller = subprocess.Popen(
-            [sys.executable, "-m", "bench.seed", "refill", str(CONTENTION_MESSAGES), "250"],
-            env=env,
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-        )
-        uncontended = out["pop_c32"].rps
-        seconds = CONTENTION_MESSAGES / max(uncontended * 0.3, 50) + 5
-        out["contention"] = wrk(base, "contention.lua", 32, seconds)
-        refiller.wait(timeout=600)
-        out["contention_db"] = server.seed("hot-claims")
-
-        # Web pages with few projects, then with 1,000 projects and 10,000 pending.
-        server.seed("web", 2, 20)
-        out["web_queries_small"] = server.seed("web-queries")
-        server.seed("web", 1000, 10000 - 20)
-        # Settled, as before the scale rows: right after the load rows' writes,
-        # PostgreSQL's statistics still describe nearly empty tables, and the home page's
-        # count ran on a plan made for 120 pending rows (with 42,000: 60-85 ms a page,
-        # 38-40 once analysed, as autovacuum would within minutes).
-        server.seed("settle")
-        out["web_queries"] = server.seed("web-queries")
-        out["web_home"] = wrk(base, "get.lua", 1, SECONDS, BENCH_PATH="/web/")
-        out["web_project"] = wrk(base, "get.lua", 1, SECONDS, BENCH_PATH="/web/w/web/w1/")
-
-        # Memory: a send/pop mix over the sink inboxes, RSS after each half of the requests.
-        rss_start = server.rss_kib()
-        half = MEMORY_REQUESTS // 2
-        step = min(max(half / max(out["send_c8"].rps, 50) / 4, 2), 20)
-        halves = []
-        for _ in range(2):
-            done_requests = 0
-            while done_requests < half:
-                sent = wrk(base, "send.lua", 8, step, BENCH_SINKS=str(SINKS))
-                popped = wrk(
-                    base, "pop.lua", 8, step, BENCH_SINKS=str(SINKS), BENCH_INBOX_PREFIX="sink"
-                )
-                done_requests += sent.requests + popped.requests
-            halves.append(server.rss_kib())
-        out["memory"] = {"start": rss_start, "half": halves[0], "end": halves[1]}
-
-        # Scale: the hot path at one client, then a million historical messages and the
-        # same again. The empty figures are taken just before the load rather than reused
-        # from the start of the run, so that the machine's drift over the run stays out of
-        # the ratio.
-        server.seed("stock", STOCKED, 250)
-        out["empty_send_c1"] = wrk(base, "send.lua", 1, SECONDS, BENCH_SINKS=str(SINKS))
-        out["empty_pop_c1"] = wrk(base, "pop.lua", 1, SECONDS, BENCH_SINKS=str(STOCKED))
-        server.seed("stock", STOCKED, 250)
-        out["empty_list_c1"] = wrk(base, "get.lua", 1, SECONDS, BENCH_PATH=list_path)
-        out["size_before"] = server.seed("size")
-        server.seed("history", HISTORY_ROWS, 1000)
-        server.seed("settle")
-        out["size"] = server.seed("size")
-        out["scale_send_c1"] = wrk(base, "send.lua", 1, SECONDS, BENCH_SINKS=str(SINKS))
-        server.seed("stock", STOCKED, 250)
-        out["scale_pop_c1"] = wrk(base, "pop.lua", 1, SECONDS, BENCH_SINKS=str(STOCKED))
-        server.seed("stock", STOCKED, 250)
-        out["scale_list_c1"] = wrk(base, "get.lua", 1, SECONDS, BENCH_PATH=list_path)
+        if measured("contention"):
+            out |= _contention(server, env)
+        if measured("web"):
+            out |= _web(server)
+        if measured("memory"):
+            out |= _memory(server, out.get("send_c8"))
+        if measured("scale"):
+            out |= _scale(server)
     finally:
         server.stop()
     return out
+
+
+def _contention(server: Server, env: dict[str, str]) -> dict[str, Any]:
+    """32 clients on one inbox, kept at 250 until 5,000 went in."""
+    base, out = server.base, dict[str, Any]()
+    refiller = subprocess.Popen(
+        [sys.executable, "-m", "bench.seed", "refill", str(CONTENTION_MESSAGES), "250"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+    )
+    uncontended = wrk(base, "pop.lua", 32, 2, BENCH_SINKS=str(STOCKED)).rps
+    seconds = CONTENTION_MESSAGES / max(uncontended * 0.3, 50) + 5
+    out["contention"] = wrk(base, "contention.lua", 32, seconds)
+    refiller.wait(timeout=600)
+    out["contention_db"] = server.seed("hot-claims")
+    return out
+
+
+def _web(server: Server) -> dict[str, Any]:
+    base, out = server.base, dict[str, Any]()
+    # Web pages with few projects, then with 1,000 projects and 10,000 pending.
+    server.seed("web", 2, 20)
+    out["web_queries_small"] = server.seed("web-queries")
+    server.seed("web", 1000, 10000 - 20)
+    # Settled, as before the scale rows: right after the load rows' writes,
+    # PostgreSQL's statistics still describe nearly empty tables, and the home page's
+    # count ran on a plan made for 120 pending rows (with 42,000: 60-85 ms a page,
+    # 38-40 once analysed, as autovacuum would within minutes).
+    server.seed("settle")
+    out["web_queries"] = server.seed("web-queries")
+    out["web_home"] = wrk(base, "get.lua", 1, SECONDS, BENCH_PATH="/web/")
+    out["web_project"] = wrk(base, "get.lua", 1, SECONDS, BENCH_PATH="/web/w/web/w1/")
+    return out
+
+
+def _memory(server: Server, send_c8: Load | None) -> dict[str, Any]:
+    base, out = server.base, dict[str, Any]()
+    # Memory: a send/pop mix over the sink inboxes, RSS after each half of the requests.
+    rss_start = server.rss_kib()
+    half = MEMORY_REQUESTS // 2
+    send_rate = send_c8.rps if send_c8 is not None else 500
+    step = min(max(half / max(send_rate, 50) / 4, 2), 20)
+    halves = []
+    for _ in range(2):
+        done_requests = 0
+        while done_requests < half:
+            sent = wrk(base, "send.lua", 8, step, BENCH_SINKS=str(SINKS))
+            popped = wrk(
+                base, "pop.lua", 8, step, BENCH_SINKS=str(SINKS), BENCH_INBOX_PREFIX="sink"
+            )
+            done_requests += sent.requests + popped.requests
+        halves.append(server.rss_kib())
+    out["memory"] = {"start": rss_start, "half": halves[0], "end": halves[1]}
+    return out
+
+
+def _scale(server: Server) -> dict[str, Any]:
+    base, out = server.base, dict[str, Any]()
+    list_path = "/api/v1/messages?workspace=bench&project=stock-1&limit=50"
+    # Scale: the hot path at one client, then a million historical messages and the
+    # same again. The empty figures are taken just before the load rather than reused
+    # from the start of the run, so that the machine's drift over the run stays out of
+    # the ratio.
+    server.seed("stock", STOCKED, 250)
+    out["empty_send_c1"] = wrk(base, "send.lua", 1, SECONDS, BENCH_SINKS=str(SINKS))
+    out["empty_pop_c1"] = wrk(base, "pop.lua", 1, SECONDS, BENCH_SINKS=str(STOCKED))
+    server.seed("stock", STOCKED, 250)
+    out["empty_list_c1"] = wrk(base, "get.lua", 1, SECONDS, BENCH_PATH=list_path)
+    out["size_before"] = server.seed("size")
+    server.seed("history", HISTORY_ROWS, 1000)
+    server.seed("settle")
+    out["size"] = server.seed("size")
+    out["scale_send_c1"] = wrk(base, "send.lua", 1, SECONDS, BENCH_SINKS=str(SINKS))
+    server.seed("stock", STOCKED, 250)
+    out["scale_pop_c1"] = wrk(base, "pop.lua", 1, SECONDS, BENCH_SINKS=str(STOCKED))
+    server.seed("stock", STOCKED, 250)
+    out["scale_list_c1"] = wrk(base, "get.lua", 1, SECONDS, BENCH_PATH=list_path)
+    out["purge"] = _purge_under_load(server)
+    return out
+
+
+def _purge_under_load(server: Server) -> dict[str, Any]:
+    """Send and pop at 8 clients, alternating, without a purge, then while the million
+    finished rows of the history are purged (``AI_MEMORY_RETENTION_DAYS``'s purge, run at
+    once as ``manage purge_messages`` runs it); the purge's rows per second."""
+
+    def rounds(count: int, until: Callable[[], bool] = lambda: False) -> dict[str, list[Load]]:
+        runs: dict[str, list[Load]] = {"send": [], "pop": []}
+        for _ in range(count):
+            if until():
+                break
+            runs["send"].append(wrk(server.base, "send.lua", 8, 3, BENCH_SINKS=str(SINKS)))
+            server.seed("stock", STOCKED, 100)
+            runs["pop"].append(wrk(server.base, "pop.lua", 8, 3, BENCH_SINKS=str(STOCKED)))
+        return runs
+
+    quiet = rounds(3)
+    started = time.monotonic()
+    purge = subprocess.Popen(
+        [sys.executable, "-m", "bench.seed", "purge", str(PURGE_DAYS)],
+        env=server.env,
+        cwd=server.root,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    during = rounds(6, until=lambda: purge.poll() is not None)
+    stdout, _ = purge.communicate(timeout=3600)
+    seconds = time.monotonic() - started
+    counts = json.loads(stdout.strip().splitlines()[-1])
+
+    def p99(runs: list[Load]) -> float:
+        return statistics.median(run.sent_p99_ms for run in runs) if runs else 0.0
+
+    return {
+        "counts": counts,
+        "seconds": seconds,
+        "rows_per_s": counts["messages"] / seconds if seconds else 0.0,
+        "rounds_during": len(during["send"]),
+        **{f"{load}_quiet_p99_ms": p99(quiet[load]) for load in quiet},
+        **{f"{load}_during_p99_ms": p99(during[load]) for load in during},
+        **{f"{load}_quiet_rps": statistics.median(r.rps for r in quiet[load]) for load in quiet},
+        **{
+            f"{load}_during_rps": statistics.median(r.rps for r in during[load])
+            if during[load]
+            else 0.0
+            for load in during
+        },
+    }
 
 
 def main() -> None:
     if shutil.which("wrk") is None:
         raise SystemExit("make bench needs wrk: apt-get install wrk")
     started = datetime.now(UTC)
-    results: dict[str, Any] = {}
+    every_part = set(WANTED_PARTS) == set(PARTS)
+    # A run of some parts updates the figures of the previous run (docs/benchmarks.json).
+    results: dict[str, Any] = (
+        {} if every_part or not OUTPUT_JSON.exists() else json.loads(OUTPUT_JSON.read_text())
+    )
+    loads = [part for part in WANTED_PARTS if part != "waiting"]
+    peer_wanted = "loads" in WANTED_PARTS
     with tempfile.TemporaryDirectory() as tmp:
         wanted = os.environ.get("BENCH_DATABASES", "sqlite,postgresql").split(",")
-        # The figures so far are saved after each part, so a late failure loses nothing.
-        with peer_running(Path(tmp) / "peer") as (peer, skipped):
-            if "sqlite" in wanted:
-                results["sqlite"] = bench_database("SQLite (WAL)", None, Path(tmp) / "sqlite", peer)
-                _save(results)
-            if peer is not None and "sqlite" in wanted:
-                results["peer"] = peer.figures(results["sqlite"])
-            else:
-                results["peer"] = {"skipped": skipped or "no SQLite run to take turns with"}
-        if "postgresql" in wanted:
-            with postgres_database() as url:
-                if url is not None:
-                    results["postgresql"] = bench_database("PostgreSQL", url, Path(tmp) / "pg")
-                    _save(results)
-        if "waiting" not in os.environ.get("BENCH_SKIP", "").split(","):
+
+        def update(key: str, figures: dict[str, Any]) -> None:
+            """Save the figures so far after each part, so a late failure loses nothing."""
+            earlier = results.get(key, {})
+            results[key] = {
+                **earlier,
+                **figures,
+                "measured": {**earlier.get("measured", {}), **figures["measured"]},
+            }
+            _save(results)
+
+        if loads:
+            with peer_running(Path(tmp) / "peer") as (peer, skipped):
+                peer = peer if peer_wanted else None
+                if "sqlite" in wanted:
+                    update("sqlite", bench_database("SQLite (WAL)", None, Path(tmp) / "sq", peer))
+                if peer is not None and "sqlite" in wanted:
+                    results["peer"] = peer.figures(results["sqlite"])
+                elif peer_wanted:
+                    results["peer"] = {"skipped": skipped or "no SQLite run to take turns with"}
+            if "postgresql" in wanted:
+                with postgres_database() as url:
+                    if url is not None:
+                        update("postgresql", bench_database("PostgreSQL", url, Path(tmp) / "pg"))
+        if "waiting" in WANTED_PARTS:
             from bench.waiting import waiting_figures
 
             results["waiting"] = waiting_figures(wanted, Path(tmp) / "waiting")
             _save(results)
     results["tools_list"] = tools_list_size()
-    results["started"] = f"{started:%Y-%m-%d %H:%M}"
+    if every_part or "started" not in results:
+        results["started"] = f"{started:%Y-%m-%d %H:%M}"
     _save(results)
     from bench.report import report
 

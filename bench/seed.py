@@ -5,12 +5,13 @@ Run as ``python -m bench.seed COMMAND ...`` with the server's environment (data 
 inboxes through the API would take longer than the measurements.
 
 Commands: ``projects SINKS``, ``parking COUNT``, ``stock SINKS PER_INBOX``, ``refill TOTAL TARGET``,
-``history ROWS PROJECTS``, ``web PROJECTS PENDING``, ``hot-claims``, ``web-queries``,
+``history ROWS PROJECTS``, ``purge DAYS``, ``web PROJECTS PENDING``, ``hot-claims``, ``web-queries``,
 ``size``, ``settle``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -33,6 +34,7 @@ from django.utils import timezone  # noqa: E402
 
 from aimemory_site.lib.ids import uuid7  # noqa: E402
 from messaging.models import Message  # noqa: E402
+from messaging.retention import messages_purge  # noqa: E402
 from projects.models import Project, Workspace  # noqa: E402
 
 BODY = "Please add a /v1/export endpoint that streams NDJSON. " * 18
@@ -94,7 +96,8 @@ def refill(total: int, target: int) -> None:
 
 
 def history(rows: int, project_count: int) -> None:
-    """``rows`` claimed and cancelled messages over ``project_count`` projects."""
+    """``rows`` claimed, cancelled and expired messages over ``project_count`` projects,
+    90 to 32 days old."""
     workspace = Workspace.objects.get_or_create(name="history")[0]
     existing = set(Project.objects.filter(workspace=workspace).values_list("name", flat=True))
     Project.objects.bulk_create(
@@ -113,17 +116,27 @@ def history(rows: int, project_count: int) -> None:
         chunk = []
         for i in range(min(batch, rows - made)):
             at = start + timedelta(seconds=(made + i) * 5)
-            claimed = rng.random() < 0.8
+            ended = at + timedelta(minutes=3)
+            # 80% claimed, 10% cancelled, 10% expired (the server's expiry is on: a week).
+            fate = rng.random()
+            state = (
+                Message.State.CLAIMED
+                if fate < 0.8
+                else Message.State.CANCELLED
+                if fate < 0.9
+                else Message.State.EXPIRED
+            )
             chunk.append(
                 Message(
                     id=uuid7(),
                     to_project=rng.choice(everyone),
                     from_project=rng.choice(everyone),
                     body=BODY,
-                    state=Message.State.CLAIMED if claimed else Message.State.CANCELLED,
+                    state=state,
                     created_at=at,
-                    claimed_at=at + timedelta(minutes=3) if claimed else None,
-                    cancelled_at=None if claimed else at + timedelta(minutes=3),
+                    expires_at=at + timedelta(days=7),
+                    claimed_at=ended if state == Message.State.CLAIMED else None,
+                    cancelled_at=ended if state == Message.State.CANCELLED else None,
                 )
             )
         with transaction.atomic():
@@ -178,6 +191,13 @@ def web_queries() -> None:
     print(json.dumps(counts))
 
 
+def purge(older_than_days: int) -> None:
+    """The retention purge, at once, as ``manage purge_messages`` runs it; what it deleted."""
+    started = time.monotonic()
+    purged = messages_purge(older_than_days=older_than_days)
+    print(json.dumps({**dataclasses.asdict(purged), "seconds": time.monotonic() - started}))
+
+
 def size() -> None:
     """The database's size in bytes."""
     if connection.vendor == "postgresql":
@@ -214,6 +234,7 @@ COMMANDS = {
     "web": web,
     "hot-claims": hot_claims,
     "web-queries": web_queries,
+    "purge": purge,
     "size": size,
     "settle": settle,
 }
