@@ -29,6 +29,7 @@ from aimemory_site.cli.common import (
     malformed,
     print_json,
     terminal_safe,
+    timeout_arg,
 )
 from aimemory_site.cli.errors import CliError, UsageError
 from aimemory_site.cli.help_text import SubParsers, add_command, scope_help
@@ -66,16 +67,6 @@ def option_arg(text: str) -> OptionArg:
     if not colon or not option_id.strip() or not label.strip():
         raise argparse.ArgumentTypeError(f"expected ID:LABEL[:DESCRIPTION], got {text!r}")
     return OptionArg(option_id.strip(), label.strip(), description.strip() or None)
-
-
-def timeout_arg(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
-    if not seconds >= 0 or seconds == float("inf"):  # also refuses NaN
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
-    return seconds
 
 
 def canonical_id(text: str) -> str | None:

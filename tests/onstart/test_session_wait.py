@@ -67,20 +67,6 @@ def api(live_server: LiveServer) -> Iterator[Api]:
     caller.client.close()
 
 
-@pytest.fixture
-def parked(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """Set when a call parks: the barrier between "it waits" and "now wake it"."""
-    event = threading.Event()
-    park = wakeups._park
-
-    def signalling_park(waiter: wakeups.Waiter, timeout: float) -> bool:
-        event.set()
-        return park(waiter, timeout)
-
-    monkeypatch.setattr(wakeups, "_park", signalling_park)
-    return event
-
-
 def _in_thread(call: Any) -> tuple[threading.Thread, list[Any]]:
     result: list[Any] = []
     thread = threading.Thread(target=lambda: result.append(call()))
