@@ -7,6 +7,7 @@ from ninja import Query, Router
 
 from aimemory_site.lib.api import UuidText, errors, principal_of
 from aimemory_site.lib.errors import BadRequest, Code
+from aimemory_site.lib.wakeups import CLIENT_GONE
 from messaging import services
 from messaging.payloads import message_payload, pop_payload, send_payload, status_payload
 from messaging.schemas import (
@@ -67,7 +68,8 @@ def messages_list(request: HttpRequest, query: Query[MessageListQuery]) -> HttpR
 def messages_pop(request: HttpRequest, payload: MessagePopIn) -> HttpResponse:
     """Claim the oldest pending inbox message (or the named one) exactly once.
 
-    Answers exactly ``{"message": null}`` when nothing was claimed.
+    Answers exactly ``{"message": null}`` when nothing was claimed. With ``wait_seconds``
+    it waits for a message to claim first (docs/reference.md#waiting-and-waking).
     """
     claimed = services.message_pop(
         principal=principal_of(request),
@@ -75,6 +77,9 @@ def messages_pop(request: HttpRequest, payload: MessagePopIn) -> HttpResponse:
         project=payload.project,
         message_id=payload.message_id,
         request_id=payload.request_id,
+        wait_seconds=payload.wait_seconds,
+        in_reply_to=payload.in_reply_to,
+        client_gone=request.META.get(CLIENT_GONE),
     )
     # A JsonResponse, not the schema: the empty answer must not grow a null notice key.
     return JsonResponse(pop_payload(claimed))
@@ -100,11 +105,16 @@ def messages_cancel(request: HttpRequest, payload: MessageCancelIn) -> dict[str,
 def messages_status(
     request: HttpRequest, message_id: UuidText, query: Query[MessageStatusQuery]
 ) -> HttpResponse:
-    """A message's delivery state, without its body, for its sender or recipient project."""
+    """A message's delivery state, without its body, for its sender or recipient project.
+
+    With ``wait_seconds`` a pending message is waited on until it is claimed or cancelled.
+    """
     message = message_status(
         principal=principal_of(request),
         workspace=query.workspace,
         project=query.project,
         message_id=message_id,
+        wait_seconds=query.wait_seconds,
+        client_gone=request.META.get(CLIENT_GONE),
     )
     return JsonResponse(status_payload(message))

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aimemory_site.lib.limits import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_LIMIT_MIN
+from aimemory_site.lib.limits import (
+    LIST_LIMIT_DEFAULT,
+    LIST_LIMIT_MAX,
+    LIST_LIMIT_MIN,
+    WAIT_SECONDS_MAX,
+)
 from aimemory_site.lib.mcp_tool import (
     CANCELS,
     OWN_PROJECT,
@@ -68,6 +73,9 @@ def pop(call: ToolCall) -> dict[str, Any]:
         message_id=call.text("message_id"),
         session=scope.session,
         request_id=call.text("request_id"),
+        wait_seconds=call.integer("wait_seconds"),
+        in_reply_to=call.text("in_reply_to"),
+        client_gone=call.client_gone,
     )
     return pop_payload(claimed)
 
@@ -91,6 +99,8 @@ def status(call: ToolCall) -> dict[str, Any]:
         workspace=scope.workspace,
         project=scope.project,
         message_id=call.required_text("message_id"),
+        wait_seconds=call.integer("wait_seconds"),
+        client_gone=call.client_gone,
     )
     return scope_annotate(status_payload(message), scope)
 
@@ -168,6 +178,11 @@ MESSAGING_TOOLS = (
                     "type": "string",
                     "description": "Retry id: a repeat within 24 h answers the same, claims none.",
                 },
+                "wait_seconds": {
+                    "type": "integer",
+                    "description": f"Wait up to 0-{WAIT_SECONDS_MAX} s for one; default 0.",
+                },
+                "in_reply_to": {"type": "string", "description": "Pop only replies to this id."},
             }
         ),
         handler=pop,
@@ -201,6 +216,10 @@ MESSAGING_TOOLS = (
                 "message_id": {"type": "string", "description": "The message."},
                 "workspace": OWN_WORKSPACE,
                 "project": OWN_PROJECT,
+                "wait_seconds": {
+                    "type": "integer",
+                    "description": f"Wait up to 0-{WAIT_SECONDS_MAX} s while it is pending.",
+                },
             },
             "message_id",
         ),

@@ -4,7 +4,12 @@ from ninja import Field, Schema
 from pydantic import ConfigDict, StrictBool
 
 from aimemory_site.lib.api import BodyIn, NameText, NonBlankText, RetryIdText, UuidText
-from aimemory_site.lib.limits import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_LIMIT_MIN
+from aimemory_site.lib.limits import (
+    LIST_LIMIT_DEFAULT,
+    LIST_LIMIT_MAX,
+    LIST_LIMIT_MIN,
+    WAIT_SECONDS_MAX,
+)
 from messaging.limits import BODY_MAX_CHARS, RETRY_ID_MAX_CHARS, SUBJECT_MAX_CHARS
 
 
@@ -123,6 +128,14 @@ class MessagePopIn(BodyIn):
     workspace: NameText
     project: NameText
     message_id: UuidText | None = None
+    wait_seconds: int | None = Field(
+        None,
+        description=f"Wait up to this many seconds for a message to claim (clamped to "
+        f"0..{WAIT_SECONDS_MAX}; 0, the default, answers at once).",
+    )
+    in_reply_to: UuidText | None = Field(
+        None, description="Pop only replies to this message (its in_reply_to), oldest first."
+    )
     request_id: RetryIdText | None = Field(
         None,
         description=f"1-{RETRY_ID_MAX_CHARS} characters. A retry with the same id within "
@@ -174,3 +187,8 @@ class MessageStatusOut(MessageHeadOut):
 class MessageStatusQuery(Schema):
     workspace: NameText
     project: NameText
+    wait_seconds: int | None = Field(
+        None,
+        description="Wait up to this many seconds while the message is pending (clamped "
+        f"to 0..{WAIT_SECONDS_MAX}); the answer is the message as it then is.",
+    )

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
+
 from django.db.models import Count, OuterRef, Prefetch, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from aimemory_site.lib.errors import BadRequest, Code, NotFound
 from aimemory_site.lib.limits import limit_clamp
 from aimemory_site.lib.principal import Principal
+from aimemory_site.lib.wakeups import message_topic, wait_for, wait_seconds_parse
 from messaging.arguments import message_id_required
 from messaging.models import Message
 from projects.access import Level, project_access
@@ -67,15 +71,39 @@ def pending_count_expression() -> Coalesce:
 
 
 def message_status(
-    *, principal: Principal, workspace: str, project: str, message_id: str
+    *,
+    principal: Principal,
+    workspace: str,
+    project: str,
+    message_id: str,
+    wait_seconds: object = None,
+    client_gone: Callable[[], bool] | None = None,
 ) -> Message:
     """A message of any state whose sender or recipient is the caller's project.
 
     Needs read on that project. Any other message, or an unknown id, is the same
     ``message_not_found``, so a status never tells a third project that a message exists.
+    With ``wait_seconds`` (clamped to 0..60) a pending message is waited on: the answer
+    comes once it is no longer pending, or when the time is up (or ``client_gone`` says
+    the caller left), as it then is (docs/reference.md#waiting-and-waking).
     """
     wanted = message_id_required(message_id)
+    wait = wait_seconds_parse(wait_seconds)
     scope = project_access(principal, workspace, project, need=Level.READ)
+    if not wait:
+        return _status_of(scope, wanted)
+
+    def settled() -> Message | None:
+        found = _status_of(scope, wanted)
+        return None if found.state == Message.State.PENDING else found
+
+    answer = wait_for(
+        settled, topics=[message_topic(wanted)], wait_seconds=wait, client_gone=client_gone
+    )
+    return answer if answer is not None else _status_of(scope, wanted)
+
+
+def _status_of(scope: Project, wanted: uuid.UUID) -> Message:
     found = (
         Message.objects.filter(pk=wanted)
         .filter(Q(to_project=scope) | Q(from_project=scope))

@@ -12,12 +12,12 @@ import logging
 import re
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from aimemory_site.lib.decisions import decision_parse, decision_reply_parse
@@ -26,6 +26,7 @@ from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.scrubbing import CleanText, scrubber_configured, text_clean
 from aimemory_site.lib.sql import (
     claim_oldest_sql,
+    compiled_where,
     db_value,
     insert_columns,
     insert_parts,
@@ -34,6 +35,14 @@ from aimemory_site.lib.sql import (
     placeholders,
     typed_placeholders,
     uuid_of,
+)
+from aimemory_site.lib.wakeups import (
+    NOTIFY_CHANNEL,
+    inbox_topic,
+    message_topic,
+    wait_for,
+    wait_seconds_parse,
+    wake_publish,
 )
 from messaging.admission import admission_decide, admission_observe
 from messaging.admission_config import MESSAGE_CANCEL, MESSAGE_POP, MESSAGE_SEND
@@ -220,6 +229,8 @@ def _send_commit(
                 code=Code.INBOX_FULL,
             )
         admission_observe(MESSAGE_SEND, principal=principal, project=recipient, session=session)
+    # On PostgreSQL the insert's statement sent the NOTIFY (_send_sql).
+    wake_publish([inbox_topic(recipient.pk)], carried=connection.vendor == "postgresql")
 
 
 def _write_block(*, one_query: bool) -> contextlib.AbstractContextManager[Any]:
@@ -277,7 +288,9 @@ def _send_statements(message: Message, activities: list[Activity]) -> list[_Stat
     guarded insert and the activity rows only if it inserted. The two go to PostgreSQL
     as one query string, one round trip and one implicit transaction: the lock is held to
     its end, and an error in the insert rolls back both. (That needs the simple query
-    protocol, which Django's default client-side binding uses.)
+    protocol, which Django's default client-side binding uses.) There the insert also
+    sends the NOTIFY that wakes the inbox's parked pops in every process, at its commit
+    and only if it inserted (docs/reference.md#waiting-and-waking).
     """
     [values] = insert_parts([message])[2]
     activity_values = insert_parts(activities)[2]
@@ -286,7 +299,8 @@ def _send_statements(message: Message, activities: list[Activity]) -> list[_Stat
     sql = _send_sql(connection.vendor, len(activities))
     if connection.vendor != "postgresql":
         return [(sql[0], [*values, *count_params]), (sql[1], activity_params)]
-    return [(sql[0], [message.to_project_id, *values, *count_params, *activity_params])]
+    notify = [NOTIFY_CHANNEL, inbox_topic(message.to_project_id)]
+    return [(sql[0], [message.to_project_id, *values, *count_params, *activity_params, *notify])]
 
 
 @functools.cache
@@ -313,7 +327,8 @@ def _send_sql(vendor: str, activity_count: int) -> tuple[str, ...]:
         f"SELECT 1 FROM {Project._meta.db_table} WHERE id = %s FOR NO KEY UPDATE; "
         f"WITH m AS (INSERT INTO {table} ({columns}) SELECT {typed_placeholders(Message)} "
         f"WHERE ({count_sql}) < %s RETURNING 1), {activity_inserts} "
-        "SELECT COUNT(*) FROM m",
+        # pg_notify returns void, which COUNT counts: one row (and one NOTIFY) if inserted.
+        "SELECT COUNT(pg_notify(%s, %s)) FROM m",
     )
 
 
@@ -345,90 +360,182 @@ def message_pop(
     message_id: str | None = None,
     session: AgentSession | None = None,
     request_id: str | None = None,
+    wait_seconds: object = None,
+    in_reply_to: str | None = None,
+    client_gone: Callable[[], bool] | None = None,
 ) -> Message | None:
     """Claim the oldest pending message in the caller's inbox (or the named one), once.
 
     The guarded ``UPDATE ... WHERE state='pending'`` decides the claim on every database;
     a caller that loses the race gets None and never sees the body. On PostgreSQL the
     candidate is also row-locked with SKIP LOCKED so concurrent poppers spread over the
-    queue instead of queueing on its head. A pop whose ``request_id`` the same principal
-    used on this inbox within 24 hours answers what that pop claimed (the message again,
-    or None) and claims nothing new (another principal's id is a pop of its own); its
-    record is written first in the claim's transaction, so a retry racing the first call
-    waits on its unique constraint and then answers what that call claimed. Deciding
-    admission webhooks run before the claim, and the claim is committed when this
-    returns, so this must not be called inside ``transaction.atomic`` (where there is
-    one, the durable block raises ``RuntimeError``). Three statements: the access query,
-    the claim (which returns the row and its sender's names), and the activity row, which
-    PostgreSQL writes in the claim's statement, outside any transaction block; a request
-    id adds its look-up, and in one transaction with the claim its record and, when
-    something was claimed, the record's message.
+    queue instead of queueing on its head. ``in_reply_to`` restricts the candidates to
+    replies to that message. A pop whose ``request_id`` the same principal used on this
+    inbox within 24 hours answers what that pop claimed (the message again, or None) and
+    claims nothing new (another principal's id is a pop of its own); its record is
+    written first in the claim's transaction, so a retry racing the first call waits on
+    its unique constraint and then answers what that call claimed. Deciding admission
+    webhooks run before the claim, and the claim is committed when this returns, so this
+    must not be called inside ``transaction.atomic`` (where there is one, the durable
+    block raises ``RuntimeError``). Three statements: the access query, the claim (which
+    returns the row and its sender's names), and the activity row, which PostgreSQL
+    writes in the claim's statement, outside any transaction block; a request id adds its
+    look-up, and in one transaction with the claim its record and, when something was
+    claimed, the record's message.
+
+    ``wait_seconds`` (clamped to 0..60; 0 answers at once, as above) parks the call when
+    nothing can be claimed, and every send to the inbox sends it back to try the claim
+    once more, until it claims or the time is up (docs/reference.md#waiting-and-waking).
+    Once ``client_gone`` says the caller has gone, it claims nothing more. A waiting pop
+    with a request id records its claim with the claim, but "nothing" only when its time
+    is up (a look that claims nothing rolls its record back), so a retry sent while it is
+    still parked parks too: whichever claims first records the message and both answer
+    it, and if the first's time runs out first, the retry answers None at its next look.
+    A call whose client has gone records nothing: its retry waits afresh.
     """
     named = message_id_parse(message_id)
+    reply_to = in_reply_to_parse(in_reply_to)
     request_id = request_id_parse(request_id)
+    wait = wait_seconds_parse(wait_seconds)
     inbox = project_access(principal, workspace, project, need=Level.WRITE)
     if request_id is not None:
         seen, earlier = _pop_of_request(inbox, principal, request_id)
         if seen:
             return earlier
     admission_decide(MESSAGE_POP, principal=principal, project=inbox, session=session)
-    agent = session_agent(session)
-    try:
-        return _pop_commit(principal, inbox, named, session, agent, request_id)
-    except IntegrityError:
-        if request_id is None:
-            raise
-        seen, earlier = _pop_of_request(inbox, principal, request_id)
-        if seen:
-            return earlier  # a retry of this pop took the id first; nothing was claimed here
-        # The id's record is older than the window and not purged yet: free the id.
-        PopRequest.objects.filter(
-            inbox=inbox, principal_key=principal.key, request_id=request_id
-        ).delete()
-        return _pop_commit(principal, inbox, named, session, agent, request_id)
-
-
-def _pop_commit(
-    principal: Principal,
-    inbox: Project,
-    message_id: uuid.UUID | None,
-    session: AgentSession | None,
-    agent: str,
-    request_id: str | None,
-) -> Message | None:
-    # Built before the transaction, as a send's statements are: on SQLite every writer
-    # waits while this one holds the write lock, so only the statements run inside, and
-    # the claimed row is read into a Message after the commit.
-    sql, params = _claim_statement(inbox, message_id, session, agent, principal.owner_name or "")
-    activity = activity_new(
-        project=inbox,
-        kind=Activity.Kind.MESSAGE_CLAIMED,
-        actor=_actor(principal, agent),
-        summary="message claimed",
+    pop = _Pop(principal, inbox, named, reply_to, session, session_agent(session), request_id)
+    if not wait:
+        popped = pop.claim(keep_nothing=True)
+        assert popped is not None  # "nothing" is kept, so it is an answer too
+        return popped.message
+    answer = wait_for(
+        lambda: pop.claim(keep_nothing=False),
+        topics=[inbox_topic(inbox.pk)],
+        wait_seconds=wait,
+        client_gone=client_gone,
     )
-    [activity_values] = insert_parts([activity])[2]
-    # A request id's record joins the claim in one transaction; without one, the claim
-    # and its activity row are one statement on PostgreSQL. The record is written before
-    # the claim: a racing retry of this pop then waits on its unique index and reads what
-    # this one claimed. Written after, a retry that found every row locked by in-flight
-    # claims (SKIP LOCKED) could commit "nothing" first and take the id.
-    with _write_block(one_query=request_id is None):
-        record = (
-            None
-            if request_id is None
-            else PopRequest.objects.create(
-                inbox=inbox, principal_key=principal.key, request_id=request_id
-            )
+    if answer is not None:
+        return answer.message
+    if request_id is None or (client_gone is not None and client_gone()):
+        return None
+    return pop.nothing_keep()
+
+
+@dataclass(frozen=True)
+class _Popped:
+    """What a pop answers: the message it claimed (or that its request id claimed), or
+    None for nothing."""
+
+    message: Message | None
+
+
+@dataclass(frozen=True)
+class _Pop:
+    """One pop's claim, as ``message_pop`` tries it (once, or at every wake)."""
+
+    principal: Principal
+    inbox: Project
+    named: uuid.UUID | None
+    reply_to: uuid.UUID | None
+    session: AgentSession | None
+    agent: str
+    request_id: str | None
+
+    def claim(self, *, keep_nothing: bool) -> _Popped | None:
+        """Try the claim once; its answer, or None when nothing was claimed and
+        ``keep_nothing`` is false (no record kept: the caller may look again)."""
+        try:
+            return self._commit(keep_nothing)
+        except IntegrityError:
+            if self.request_id is None:
+                raise
+            seen, earlier = _pop_of_request(self.inbox, self.principal, self.request_id)
+            if seen:
+                return _Popped(earlier)  # a retry of this pop took the id first
+            # The id's record is older than the window and not purged yet: free the id.
+            self._records().delete()
+            return self._commit(keep_nothing)
+
+    def nothing_keep(self) -> Message | None:
+        """Record that this pop claimed nothing (its wait ended empty); what a retry that
+        recorded first claimed, if one did."""
+        assert self.request_id is not None
+        for _attempt in range(2):
+            try:
+                with transaction.atomic(durable=True):
+                    PopRequest.objects.create(
+                        inbox=self.inbox,
+                        principal_key=self.principal.key,
+                        request_id=self.request_id,
+                    )
+                return None
+            except IntegrityError:
+                seen, earlier = _pop_of_request(self.inbox, self.principal, self.request_id)
+                if seen:
+                    return earlier
+                self._records().delete()  # older than the window, not purged yet
+        return None
+
+    def _records(self) -> Any:
+        return PopRequest.objects.filter(
+            inbox=self.inbox, principal_key=self.principal.key, request_id=self.request_id
         )
-        row = _claim_run(sql, params, activity_values)
-        if record is not None and row is not None:
-            PopRequest.objects.filter(pk=record.pk).update(
-                message_id=uuid_of(row[_MESSAGE_COLUMN["id"]])
-            )
-        if row is None:
+
+    def _commit(self, keep_nothing: bool) -> _Popped | None:
+        principal, inbox, session, request_id = (
+            self.principal,
+            self.inbox,
+            self.session,
+            self.request_id,
+        )
+        # Built before the transaction, as a send's statements are: on SQLite every
+        # writer waits while this one holds the write lock, so only the statements run
+        # inside, and the claimed row is read into a Message after the commit.
+        sql, params = _claim_statement(
+            inbox, self.named, self.reply_to, session, self.agent, principal.owner_name or ""
+        )
+        activity = activity_new(
+            project=inbox,
+            kind=Activity.Kind.MESSAGE_CLAIMED,
+            actor=_actor(principal, self.agent),
+            summary="message claimed",
+        )
+        [activity_values] = insert_parts([activity])[2]
+        # A request id's record joins the claim in one transaction; without one, the
+        # claim and its activity row are one statement on PostgreSQL. The record is
+        # written before the claim: a racing retry of this pop then waits on its unique
+        # index and reads what this one claimed. Written after, a retry that found every
+        # row locked by in-flight claims (SKIP LOCKED) could commit "nothing" first and
+        # take the id.
+        try:
+            with _write_block(one_query=request_id is None):
+                record = (
+                    None
+                    if request_id is None
+                    else PopRequest.objects.create(
+                        inbox=inbox, principal_key=principal.key, request_id=request_id
+                    )
+                )
+                row = _claim_run(sql, params, activity_values)
+                if record is not None and row is not None:
+                    PopRequest.objects.filter(pk=record.pk).update(
+                        message_id=uuid_of(row[_MESSAGE_COLUMN["id"]])
+                    )
+                if row is None:
+                    if record is not None and not keep_nothing:
+                        raise _NothingClaimed  # rolls the record back
+                    return _Popped(None) if keep_nothing else None
+                admission_observe(MESSAGE_POP, principal=principal, project=inbox, session=session)
+        except _NothingClaimed:
             return None
-        admission_observe(MESSAGE_POP, principal=principal, project=inbox, session=session)
-    return _claimed_message(row, inbox)
+        claimed = _claimed_message(row, inbox)
+        # On PostgreSQL the claim's statement sent the NOTIFY (_claim_sql).
+        wake_publish([message_topic(claimed.id)], carried=connection.vendor == "postgresql")
+        return _Popped(claimed)
+
+
+class _NothingClaimed(Exception):
+    """Raised inside a waiting pop's transaction to roll back its request id's record."""
 
 
 def _pop_of_request(
@@ -503,13 +610,14 @@ _CLAIMED_AT_PARAM = 1  # in the claim's parameters, after the state
 def _claim_statement(
     inbox: Project,
     message_id: uuid.UUID | None,
+    reply_to: uuid.UUID | None,
     session: AgentSession | None,
     agent: str,
     user: str,
 ) -> tuple[str, list[Any]]:
-    """The claim of the oldest pending message of ``inbox`` (or ``message_id``) and its
-    parameters; ``_claim_run`` fills in the claim's moment. ``claim_oldest_sql`` holds
-    the rule."""
+    """The claim of the oldest pending message of ``inbox`` (or ``message_id``; only a
+    reply to ``reply_to`` if given) and its parameters; ``_claim_run`` fills in the
+    claim's moment. ``claim_oldest_sql`` holds the rule."""
     params: list[Any] = [
         Message.State.CLAIMED,
         None,  # claimed_at
@@ -520,8 +628,11 @@ def _claim_statement(
     ]
     if message_id is not None:
         params.append(db_value(Message, "id", message_id))
+    if reply_to is not None:
+        params.append(db_value(Message, "in_reply_to", reply_to))
     params.append(Message.State.PENDING)
-    return _claim_sql(connection.vendor, named=message_id is not None), params
+    sql = _claim_sql(connection.vendor, named=message_id is not None, reply=reply_to is not None)
+    return sql, params
 
 
 def _claim_run(sql: str, params: list[Any], activity_values: list[Any]) -> Sequence[Any] | None:
@@ -542,7 +653,7 @@ def _claim_run(sql: str, params: list[Any], activity_values: list[Any]) -> Seque
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             del activity_values[counterpart]  # the statement takes it from the claimed row
-            cursor.execute(sql, [*params, *activity_values])
+            cursor.execute(sql, [*params, *activity_values, NOTIFY_CHANNEL, message_topic("")])
             row: Sequence[Any] | None = cursor.fetchone()
             return row
         cursor.execute(sql, params)
@@ -571,9 +682,11 @@ def _claimed_message(row: Sequence[Any], inbox: Project) -> Message:
 
 
 @functools.cache
-def _claim_sql(vendor: str, *, named: bool) -> str:
-    """The claim of ``_claim_statement`` on ``vendor``, of the named message or the oldest,
-    and on PostgreSQL the activity row with it; built once."""
+def _claim_sql(vendor: str, *, named: bool, reply: bool) -> str:
+    """The claim of ``_claim_statement`` on ``vendor``, of the named message or the oldest
+    (of the replies to a message, with ``reply``), and on PostgreSQL the activity row and
+    the NOTIFY of the claimed message's topic with it (sent at the commit, for the
+    status calls parked on it in every process); built once."""
     table = Message._meta.db_table
     sender = (
         f"(SELECT {{column}} FROM {Project._meta.db_table} p "
@@ -589,7 +702,9 @@ def _claim_sql(vendor: str, *, named: bool) -> str:
             "claimed_by_agent",
             "claimed_by_user",
         ],
-        candidates=PENDING_IN_INBOX_SQL + (" AND id = %s" if named else ""),
+        candidates=PENDING_IN_INBOX_SQL
+        + (" AND id = %s" if named else "")
+        + (f" AND {_IN_REPLY_TO_COLUMN} = %s" if reply else ""),
         returning_extra=f", {sender.format(column='p.name')} AS sender_name, "
         f"{sender.format(column='w.id')} AS sender_workspace_id, "
         f"{sender.format(column='w.name')} AS sender_workspace_name",
@@ -600,8 +715,12 @@ def _claim_sql(vendor: str, *, named: bool) -> str:
     values = typed_placeholders(Activity, instead={"counterpart_id": "c.from_project_id"})
     return (
         f"WITH c AS ({claim}), a AS (INSERT INTO {activity_table} ({activity_columns}) "
-        f"SELECT {values} FROM c) SELECT * FROM c"
+        f"SELECT {values} FROM c) SELECT c.* FROM c "
+        "CROSS JOIN LATERAL (SELECT pg_notify(%s, %s || c.id::text)) n"
     )
+
+
+_IN_REPLY_TO_COLUMN = Message._meta.get_field("in_reply_to").column
 
 
 def message_cancel(
@@ -616,7 +735,8 @@ def message_cancel(
     Returns how many changed state. Only the sender's coordinate matches, so a recipient
     cancelling gets 0; a claimed message is never touched. Deciding admission webhooks
     run before the cancel, so this must not be called inside ``transaction.atomic`` (the durable
-    block raises ``RuntimeError`` if it is).
+    block raises ``RuntimeError`` if it is). Once committed, the status calls parked on
+    the cancelled messages are woken.
     """
     named = message_id_parse(message_id)
     outbox = project_access(principal, workspace, project, need=Level.WRITE)
@@ -626,7 +746,8 @@ def message_cancel(
         pending = Message.objects.pending().outbox_of(outbox)
         if named is not None:
             pending = pending.filter(pk=named)
-        cancelled = pending.update(state=Message.State.CANCELLED, cancelled_at=timezone.now())
+        cancelled_ids = _cancel_returning_ids(pending)
+        cancelled = len(cancelled_ids)
         if cancelled:
             noun = "message" if cancelled == 1 else "messages"
             activity_record(
@@ -636,4 +757,21 @@ def message_cancel(
                 summary=f"{cancelled} {noun} cancelled",
             )
             admission_observe(MESSAGE_CANCEL, principal=principal, project=outbox, session=None)
+    wake_publish(message_topic(cancelled_id) for cancelled_id in cancelled_ids)
     return cancelled
+
+
+def _cancel_returning_ids(pending: QuerySet[Message]) -> list[uuid.UUID]:
+    """Cancel the messages of ``pending``, in one ``UPDATE ... RETURNING id`` (which the
+    ORM cannot say) of the queryset's own condition; the ids it cancelled."""
+    table = Message._meta.db_table
+    where, where_params = compiled_where(pending)
+    sql = f"UPDATE {table} SET state = %s, cancelled_at = %s WHERE {where} RETURNING id"
+    params = [
+        Message.State.CANCELLED,
+        db_value(Message, "cancelled_at", timezone.now()),
+        *where_params,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [uuid_of(row[0]) for row in cursor.fetchall()]

@@ -97,6 +97,7 @@ ERROR_CODES: dict[str, tuple[str, str]] = {
     ),
     "invalid_idempotency_key": ("400", "an `idempotency_key` outside 1-200 characters"),
     "invalid_request_id": ("400", "a `request_id` outside 1-200 characters"),
+    "invalid_wait_seconds": ("400", "a `wait_seconds` that is not an integer"),
     "admission_refused": ("403", "a deciding admission webhook refused the operation"),
     "invalid_page_path": ("400", "a page path that breaks the path rules"),
     "page_not_found": ("404", "no page at that path"),

@@ -58,6 +58,7 @@ class Code(enum.StrEnum):
     INVALID_IN_REPLY_TO = "invalid_in_reply_to"
     INVALID_IDEMPOTENCY_KEY = "invalid_idempotency_key"
     INVALID_REQUEST_ID = "invalid_request_id"
+    INVALID_WAIT_SECONDS = "invalid_wait_seconds"
     ADMISSION_REFUSED = "admission_refused"
     # Handoffs and pages
     INVALID_PAGE_PATH = "invalid_page_path"

@@ -29,8 +29,9 @@ PAGE_LIST_LIMIT = 200
 SCRUB_WINDOW_CHARS = 65_536
 SCRUB_MARGIN_CHARS = 8_192
 
-# A call that waits (a session wake; pops and status waits too) waits at most this long
-# (docs/reference.md#waiting-and-waking); a client that wants longer asks again.
+# The longest a pop, a status or a session wait waits on the server, in seconds
+# (docs/reference.md#waiting-and-waking); more is clamped. The CLI waits that much longer
+# for the answer.
 WAIT_SECONDS_MAX = 60
 
 LIST_LIMIT_MIN = 1
@@ -43,13 +44,6 @@ def limit_clamp(limit: int | None) -> int:
     if limit is None:
         return LIST_LIMIT_DEFAULT
     return max(LIST_LIMIT_MIN, min(LIST_LIMIT_MAX, limit))
-
-
-def wait_clamp(wait_seconds: int | None) -> int:
-    """Clamp a ``wait_seconds`` to 0..60 (default 0, answer at once)."""
-    if wait_seconds is None:
-        return 0
-    return max(0, min(WAIT_SECONDS_MAX, wait_seconds))
 
 
 def text_cap(text: str, limit: int, label: str) -> str:

@@ -68,6 +68,8 @@ class ToolCall:
     principal: Principal
     arguments: Mapping[str, Any]
     session_id: str | None
+    # Whether the caller has gone (the server's ``CLIENT_GONE``), for a waiting call.
+    client_gone: Callable[[], bool] | None = None
 
     def text(self, name: str) -> str | None:
         value = self.arguments.get(name)
@@ -131,7 +133,12 @@ class Tool:
         return entry
 
     def call(
-        self, *, principal: Principal, arguments: Any, session_id: str | None
+        self,
+        *,
+        principal: Principal,
+        arguments: Any,
+        session_id: str | None,
+        client_gone: Callable[[], bool] | None = None,
     ) -> dict[str, Any]:
         """Check ``arguments``, run the handler and return the MCP tool result.
 
@@ -141,7 +148,12 @@ class Tool:
         try:
             checked = self._arguments_check(arguments)
             payload = self.handler(
-                ToolCall(principal=principal, arguments=checked, session_id=session_id)
+                ToolCall(
+                    principal=principal,
+                    arguments=checked,
+                    session_id=session_id,
+                    client_gone=client_gone,
+                )
             )
         except AppError as exc:
             return {"content": [{"type": "text", "text": exc.message}], "isError": True}

@@ -204,3 +204,16 @@ def claim_oldest_sql(
         f"ORDER BY created_at, id LIMIT 1{skip_locked}) AND state = %s "
         f"RETURNING {columns}{returning_extra}"
     )
+
+
+def compiled_where(queryset: models.QuerySet[Any]) -> tuple[str, list[Any]]:
+    """The ``WHERE`` condition of a filtered single-table ``queryset`` and its
+    parameters, as this connection runs them, for a raw statement on the same table
+    (an ``UPDATE ... RETURNING``, which the ORM cannot say): the queryset stays the one
+    spelling of the condition. Columns are qualified with the table's name."""
+    query = queryset.query
+    if sum(1 for count in query.alias_refcount.values() if count) > 1:
+        raise ValueError("compiled_where takes a queryset of one table, without joins")
+    compiler = query.get_compiler(connection=connection)
+    where, params = compiler.compile(query.where)
+    return where, list(params)

@@ -27,10 +27,32 @@ from typing import TypeVar
 
 from django.db import connections
 
+from aimemory_site.lib.errors import BadRequest, Code
+from aimemory_site.lib.limits import WAIT_SECONDS_MAX
+
 T = TypeVar("T")
 
 # A parked call also wakes this often to ask whether its client is still there.
 CLIENT_CHECK_SECONDS = 1.0
+
+#: WSGI environ key of the zero-argument callable that says whether the request's client
+#: has gone (closed its connection). Set by ``aimemory_site.gunicorn_worker``; absent under
+#: other servers, where a parked call cannot tell and waits its time.
+CLIENT_GONE = "aimemory.client_gone"
+
+
+def wait_seconds_parse(value: object) -> int:
+    """A call's ``wait_seconds``: an integer, clamped to 0..``WAIT_SECONDS_MAX``; absent
+    is 0 (answer at once). Anything else is 400 ``invalid_wait_seconds``."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest(
+            f"wait_seconds must be an integer number of seconds (0-{WAIT_SECONDS_MAX}), "
+            f"got {str(value)[:60]!r}",
+            code=Code.INVALID_WAIT_SECONDS,
+        )
+    return min(max(value, 0), WAIT_SECONDS_MAX)
 
 
 def inbox_topic(project_id: object) -> str:
@@ -98,6 +120,13 @@ class _Registry:
             waiter.wake()
         return len(woken)
 
+    def wake_all(self) -> int:
+        with self._lock:
+            everyone = {w for waiters in self._by_topic.values() for w in waiters}
+        for waiter in everyone:
+            waiter.wake()
+        return len(everyone)
+
     def shut_down(self) -> None:
         with self._lock:
             self.shutting_down = True
@@ -112,26 +141,38 @@ class _Registry:
 
 _registry = _Registry()
 _transport: Callable[[frozenset[str]], None] | None = None
+_listen: Callable[[], None] | None = None
 
 
-def transport_set(send: Callable[[frozenset[str]], None] | None) -> None:
+def transport_set(
+    send: Callable[[frozenset[str]], None] | None,
+    *,
+    listen: Callable[[], None] | None = None,
+) -> None:
     """Install the function that carries a publication to the other processes and hosts;
-    it must not block for long and must not raise. Without one, wakes stay in-process."""
-    global _transport
+    it must not block for long and must not raise. Without one, wakes stay in-process.
+
+    ``listen``, when given, is called before every subscription's first look and returns
+    once the transport delivers this process the publications committed from then on (it
+    starts the process's receiver on first use; later calls cost next to nothing)."""
+    global _transport, _listen
     _transport = send
+    _listen = listen
 
 
-def wake_publish(topics: Iterable[str]) -> None:
+def wake_publish(topics: Iterable[str], *, carried: bool = False) -> None:
     """Wake the calls parked on ``topics``, here and (through the transport) elsewhere.
 
     Call it after the write's commit (``transaction.on_commit``, or after the statement
     on autocommit): a call woken before the commit would look, find nothing and park
-    again, and the wake would be lost."""
+    again, and the wake would be lost. ``carried``: the write itself already carried the
+    publication to the other processes (on PostgreSQL a ``pg_notify`` in its statement,
+    ``NOTIFY_CHANNEL``), so only this process's calls are woken here."""
     published = frozenset(topics)
     if not published:
         return
     transport = _transport
-    if transport is not None:
+    if transport is not None and not carried:
         # The transport's echo reaches this process too, but later: wake it now.
         transport(published)
     _registry.deliver(published)
@@ -141,6 +182,12 @@ def wake_deliver(topics: Iterable[str]) -> int:
     """Hand a publication received from the transport to this process's parked calls;
     returns how many were woken."""
     return _registry.deliver(topics)
+
+
+def wake_all() -> int:
+    """Send every call parked in this process back to look (the transport may have missed
+    publications, e.g. while it reconnected to the database); returns how many."""
+    return _registry.wake_all()
 
 
 def wake_shutdown() -> None:
@@ -158,8 +205,17 @@ def parked_count() -> int:
     return _registry.parked_count()
 
 
+#: The PostgreSQL ``NOTIFY`` channel every process of a database listens on; a
+#: notification's payload is one topic. Writes on the hot path send theirs in their own
+#: statement (``pg_notify(channel, topic)``) and publish with ``carried=True``.
+NOTIFY_CHANNEL = "aimemory_wake"
+
+
 @contextmanager
 def wake_subscription(topics: Iterable[str]) -> Iterator[Waiter]:
+    listen = _listen
+    if listen is not None:
+        listen()
     waiter = Waiter(frozenset(topics))
     _registry.add(waiter)
     try:

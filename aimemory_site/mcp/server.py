@@ -88,6 +88,7 @@ class Request:
     params: dict[str, Any]
     headers: Mapping[str, str]
     principal: Principal
+    client_gone: Callable[[], bool] | None = None
 
     def session_id(self) -> str | None:
         """The lifecycle-hook session the client named, header first."""
@@ -99,8 +100,15 @@ class Request:
         return from_meta if isinstance(from_meta, str) else None
 
 
-def handle_body(raw: bytes, *, headers: Mapping[str, str], principal: Principal) -> Reply:
-    """Answer one POSTed body from an authenticated ``principal``.
+def handle_body(
+    raw: bytes,
+    *,
+    headers: Mapping[str, str],
+    principal: Principal,
+    client_gone: Callable[[], bool] | None = None,
+) -> Reply:
+    """Answer one POSTed body from an authenticated ``principal``; ``client_gone`` (the
+    server's, when it offers one) tells a waiting tool call that the caller left.
 
     Preconditions: the Origin and the bearer were accepted and the body is within the
     size limit.
@@ -125,7 +133,7 @@ def handle_body(raw: bytes, *, headers: Mapping[str, str], principal: Principal)
     if request_id is None:
         return _notification_reply(headers)
     era = era_of(method, params, headers)
-    request = Request(request_id, method, params, headers, principal)
+    request = Request(request_id, method, params, headers, principal, client_gone)
     try:
         result = _dispatch(era, request)
     except RpcError as error:
@@ -282,6 +290,7 @@ def _tools_call(request: Request) -> dict[str, Any]:
         principal=request.principal,
         arguments={} if arguments is None else arguments,
         session_id=request.session_id(),
+        client_gone=request.client_gone,
     )
 
 

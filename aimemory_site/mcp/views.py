@@ -13,6 +13,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from aimemory_site.lib.errors import Code, NotFound, Unauthorized, error_response
 from aimemory_site.lib.request_guard import json_request_refusal
+from aimemory_site.lib.wakeups import CLIENT_GONE
 from aimemory_site.mcp.protocol import app_error_reply
 from aimemory_site.mcp.server import handle_body
 from projects.auth import principal_from_authorization
@@ -32,7 +33,12 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         principal = principal_from_authorization(request.headers.get("Authorization"))
     except Unauthorized as exc:
         return app_error_reply(exc).response()
-    return handle_body(request.body, headers=request.headers, principal=principal).response()
+    return handle_body(
+        request.body,
+        headers=request.headers,
+        principal=principal,
+        client_gone=request.META.get(CLIENT_GONE),
+    ).response()
 
 
 def well_known_not_found(request: HttpRequest, rest: str) -> JsonResponse:

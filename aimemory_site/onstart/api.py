@@ -8,6 +8,7 @@ from ninja import Router
 
 from aimemory_site.lib.api import NameText, errors, principal_of
 from aimemory_site.lib.fetch_metadata import browser_marks_cross_site
+from aimemory_site.lib.wakeups import CLIENT_GONE
 from aimemory_site.onstart.schemas import (
     BriefingOut,
     OnStartOut,
@@ -55,6 +56,7 @@ def sessions_wait(request: HttpRequest, payload: SessionWaitIn) -> HttpResponse:
         project=payload.project,
         session_id=payload.session_id,
         wait_seconds=payload.wait_seconds,
+        client_gone=request.META.get(CLIENT_GONE),
     )
     return JsonResponse(answer)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from ninja import Field, Schema
-from pydantic import StrictBool, StrictInt
+from pydantic import StrictBool
 
 from aimemory_site.lib.api import BodyIn, NameText, SessionIdText
 from aimemory_site.lib.limits import WAIT_SECONDS_MAX
@@ -61,10 +61,10 @@ class SessionWaitIn(BodyIn):
     session_id: SessionIdText = Field(
         description="A session id this caller registered with POST /api/v1/sessions."
     )
-    # Strict: a number of seconds is an integer, not "5" or true. Out of range is clamped.
-    wait_seconds: StrictInt = Field(
-        0,
-        description=f"How long to wait for new mail, clamped to 0..{WAIT_SECONDS_MAX}.",
+    wait_seconds: int | None = Field(
+        None,
+        description=f"Wait up to this many seconds for new mail (clamped to "
+        f"0..{WAIT_SECONDS_MAX}; 0, the default, answers at once).",
     )
 
 

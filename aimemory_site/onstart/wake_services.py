@@ -17,9 +17,14 @@ from typing import Any
 from django.db import connection, transaction
 
 from aimemory_site.lib.errors import BadRequest, Code, NotFound
-from aimemory_site.lib.limits import wait_clamp
 from aimemory_site.lib.principal import Principal
-from aimemory_site.lib.wakeups import inbox_topic, session_topic, wait_for, wake_publish
+from aimemory_site.lib.wakeups import (
+    inbox_topic,
+    session_topic,
+    wait_for,
+    wait_seconds_parse,
+    wake_publish,
+)
 from aimemory_site.onstart.selectors import session_of_principal
 from messaging.models import (
     PENDING_IN_INBOX_SQL,
@@ -125,18 +130,21 @@ def session_wait(
     workspace: str,
     project: str,
     session_id: str,
-    wait_seconds: int | None = None,
+    wait_seconds: object = None,
     client_gone: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
     """``POST /api/v1/sessions/wait``: answer as soon as mail the session has not been told
     about is pending in the project (announcing it), or when ``wait_seconds`` (clamped to
-    0..60) have passed, or when a newer wait of the same session supersedes this one.
+    0..60; not an integer: 400 ``invalid_wait_seconds``) have passed, or when a newer
+    wait of the same session supersedes this one. Once ``client_gone`` says the caller has
+    gone, it announces nothing more: mail it would have told stays new to the session.
 
     Needs read on the project, checked first, so a caller learns nothing of a project it
     may not read. The session id must be one ``principal`` registered: any other (unknown,
     or another principal's) is 404 ``session_not_found`` and changes nothing. Must not be
     called inside ``transaction.atomic``: it parks, holding no connection (``wait_for``).
     """
+    wait = wait_seconds_parse(wait_seconds)
     found = project_access(principal, workspace, project, need=Level.READ)
     session_id = session_id.strip()
     if not session_id or len(session_id) > 200:
@@ -168,7 +176,7 @@ def session_wait(
     answer = wait_for(
         look,
         topics=[inbox_topic(found.pk), topic],
-        wait_seconds=wait_clamp(wait_seconds),
+        wait_seconds=wait,
         client_gone=client_gone,
     )
     if answer is not None:

@@ -17,9 +17,7 @@ from pytest_django.live_server_helper import LiveServer
 
 from aimemory_site.cli.client import ApiClient
 from aimemory_site.cli.hook import token_problem
-from aimemory_site.lib import wakeups
 from messaging.notices import inbox_notice
-from projects.models import Project
 from tests.cli.conftest import RunCli, SpawnCli
 from tests.conftest import SEND
 
@@ -72,8 +70,6 @@ def repo_b(cli: RunCli, make_repo: MakeRepo) -> Path:
 def send(served: httpx.Client) -> None:
     response = served.post("/api/v1/messages", json=SEND)
     assert response.status_code == 201, response.text
-    # Until sends publish their inbox themselves, the test does it after the commit.
-    wakeups.wake_publish([wakeups.inbox_topic(Project.objects.get(name="project-b").pk)])
 
 
 def ended(process: subprocess.Popen[str]) -> tuple[int, str, str]:
