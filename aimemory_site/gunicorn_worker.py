@@ -37,6 +37,22 @@ environ now carries, under ``ARRIVED_AT``, when this worker had it (its connecti
 accepted, or readable again), and in a stall the budget counts from then
 (``aimemory_site.db_deadline``).
 
+A call that waits (a pop or a status with ``wait_seconds``, a session wait) parks for up
+to a minute (docs/reference.md#waiting-and-waking), and 500 of them must not stop the
+others. ``--threads`` is therefore the number of requests a process *runs* at once: each
+request takes one of that many slots to run the application, and a parked call gives its
+slot back while it parks (``lib.wakeups.parking_hooks``) and takes one again to look. The
+thread pool has ``PARKING_THREADS`` more threads than slots, for parked calls and for
+requests still arriving: a request's head and body (up to the 1 MiB limit) are read
+before it takes a slot, so clients that trickle their requests in hold a thread each but
+no slot, and a SQLite worker's one slot keeps serving. A parked call's connection does not
+count against the worker in the accept balance below. Every request's environ carries,
+under ``lib.wakeups.CLIENT_GONE``, a callable that peeks at its socket, so that a parked
+call whose client has gone claims nothing. On SIGTERM every parked call answers at once
+as if its time were up (``wakeups.wake_shutdown``), then the worker exits as gthread does.
+Each worker installs the cross-process wake transport (``lib.wake_transport``) for its
+database when it loads the application.
+
 gunicorn answers a request it cannot parse (a request line over its limit: 414; a header
 it cannot read: 400) itself, before the application sees it, with a page of HTML. On the
 machine routes every error is JSON, so there this worker gives the same status with the
@@ -46,16 +62,22 @@ stays. When not even the path can be read, the answer is JSON: a program sent it
 
 from __future__ import annotations
 
+import functools
+import io
 import json
 import logging
+import select
+import socket
 import threading
 from collections.abc import Callable, Iterable
+from concurrent import futures
 from time import monotonic
 from typing import Any
 from urllib.parse import unquote
 
 from django.conf import settings
 from gunicorn import util
+from gunicorn.http.body import MAX_READ_STEP
 from gunicorn.http.errors import ParseException
 from gunicorn.http.message import Request
 from gunicorn.http.parser import RequestParser
@@ -64,7 +86,9 @@ from gunicorn.workers.gthread import ThreadWorker as GthreadWorker
 
 from aimemory_site.db_deadline import ARRIVED_AT
 from aimemory_site.errors_views import MACHINE_PREFIXES, machine_error_body
+from aimemory_site.lib import wakeups
 from aimemory_site.lib.errors import AppError, Code
+from aimemory_site.lib.wake_transport import transport_install
 
 #: WSGI environ key of the zero-argument callable that closes the connection after this
 #: response (a server-specific extension, named like ``gunicorn.socket``).
@@ -75,8 +99,9 @@ WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 # gunicorn ships no type information, so its worker class is Any to mypy.
 class ThreadWorker(GthreadWorker):  # type: ignore[misc]
-    """gunicorn's gthread worker, offering the application ``CLOSE_CONNECTION``, with a
-    time limit on stalled clients."""
+    """gunicorn's gthread worker, offering the application ``CLOSE_CONNECTION`` and
+    ``CLIENT_GONE``, with a time limit on stalled clients and ``--threads`` slots to run
+    requests in, which parked calls give back."""
 
     wsgi: WsgiApp  # set by gunicorn's load_wsgi
     # While in the future, this worker leaves new connections to the other workers.
@@ -85,11 +110,57 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
     # worker took it meanwhile, is this worker's to take now.
     _accept_resumed_at = float("-inf")
 
+    def init_process(self) -> None:
+        # Before gthread's, which makes the thread pool, and loads the application.
+        self._slots = threading.Semaphore(self.cfg.threads)
+        self._parked = 0  # connections whose call is parked now
+        self._parked_lock = threading.Lock()
+        super().init_process()
+
+    def get_thread_pool(self) -> futures.ThreadPoolExecutor:
+        return futures.ThreadPoolExecutor(max_workers=self.cfg.threads + PARKING_THREADS)
+
     def load_wsgi(self) -> None:
         super().load_wsgi()
-        self.wsgi = offering_close(stamping_arrival(self.wsgi))
+        self.wsgi = offering_close(
+            stamping_arrival(self._running_in_a_slot(offering_client_gone(self.wsgi)))
+        )
         self.client_timeout = float(settings.AI_MEMORY_CLIENT_TIMEOUT)
+        self.max_body_bytes = int(settings.AI_MEMORY_MAX_REQUEST_BYTES)
         self.log.error_log.addFilter(_StalledClientRecord(settings.AI_MEMORY_CLIENT_TIMEOUT))
+        transport_install()
+
+    def _running_in_a_slot(self, application: WsgiApp) -> WsgiApp:
+        """Wrap ``application`` so it runs in one of the process's ``--threads`` slots,
+        which a parked call gives back while it parks. The answer is written after the
+        slot is freed (a Django response is complete when the application returns)."""
+        slots = self._slots
+
+        def release() -> None:
+            with self._parked_lock:
+                self._parked += 1
+            slots.release()
+
+        def reacquire() -> None:
+            with self._parked_lock:
+                self._parked -= 1
+            slots.acquire()
+
+        def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+            slots.acquire()
+            try:
+                with wakeups.parking_hooks(release, reacquire):
+                    return application(environ, start_response)
+            finally:
+                slots.release()
+
+        return wsgi
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        """SIGTERM: stop as gthread does, and first answer every parked call as if its
+        time were up, so none holds the stop up (docs/reference.md#waiting-and-waking)."""
+        wakeups.wake_shutdown()
+        super().handle_exit(sig, frame)
 
     def accept(self, listener: Any) -> None:
         """Take a new connection, or first leave it to a worker that holds fewer.
@@ -105,10 +176,10 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
         # One connection per deferral: clients connect in bursts, and the next of a
         # burst is again for the worker holding fewest.
         self._accept_resumed_at = float("-inf")
-        if self.nr_conns and not waited_out:
-            wait = min(
-                ACCEPT_DEFER_MAX_SECONDS, self.nr_conns * ACCEPT_DEFER_PER_CONNECTION_SECONDS
-            )
+        # A parked call's connection costs the worker nothing until it wakes.
+        held = self.nr_conns - self._parked
+        if held > 0 and not waited_out:
+            wait = min(ACCEPT_DEFER_MAX_SECONDS, held * ACCEPT_DEFER_PER_CONNECTION_SECONDS)
             self._accept_deferred_until = now + wait
             self.set_accept_enabled(False)
             return
@@ -141,6 +212,9 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
     def handle_request(self, req: Any, conn: Any) -> Any:
         _serving.arrived_at = conn.arrived_at
         try:
+            # Read the whole request before it takes a slot: a client that trickles its
+            # body in then holds a thread of the pool, not one of the slots.
+            _body_read_ahead(req, conn.sock, self.max_body_bytes)
             return super().handle_request(req, conn)
         finally:
             _serving.arrived_at = None
@@ -197,6 +271,11 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
             return gthread._DEFER
         return super().handle(conn)
 
+
+#: Threads of a worker's pool beyond its ``--threads`` slots: for calls parked waiting
+#: (docs/reference.md#waiting-and-waking) and requests still being read. A thread costs
+#: its stack's touched pages (tens of KiB); gthread starts them only as they are needed.
+PARKING_THREADS = 512
 
 #: How long a thread waits for the first bytes of a new connection before handing it back
 #: to the poller. gthread waits 5 s, holding the thread: a connection opened ahead of need
@@ -367,3 +446,71 @@ def offering_close(application: WsgiApp) -> WsgiApp:
         return application(environ, start_response)
 
     return wsgi
+
+
+def offering_client_gone(application: WsgiApp) -> WsgiApp:
+    """Wrap ``application`` so its environ holds, under ``wakeups.CLIENT_GONE``, whether
+    the request's client has closed its connection (``client_gone``)."""
+
+    def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        sock = environ.get("gunicorn.socket")
+        if sock is not None:
+            environ[wakeups.CLIENT_GONE] = functools.partial(client_gone, sock)
+        return application(environ, start_response)
+
+    return wsgi
+
+
+def client_gone(sock: socket.socket) -> bool:
+    """Whether the peer of ``sock`` has closed the connection (or it broke), without
+    reading anything: a pending end of stream is readable and peeks as empty. A client
+    that has sent more (its next request) is still there."""
+    poller = select.poll()
+    try:
+        poller.register(sock, select.POLLIN)
+        if not poller.poll(0):
+            return False
+        # Readable, so the socket's own timeout never makes this wait.
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except (OSError, ValueError):
+        return True
+
+
+class _Unreadable:
+    """A body reader that raises what the read ahead met, where the application reads."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+    def read(self, size: int) -> bytes:
+        raise self.exc
+
+
+def _body_read_ahead(req: Any, sock: Any, limit: int) -> None:
+    """Read ``req``'s body, up to ``limit`` + 1 bytes, into its buffer now.
+
+    The application then reads it from memory, exactly as it would have from the socket:
+    what a body over the limit still holds stays on the socket for its 413, and an error
+    met here (a stall past ``AI_MEMORY_CLIENT_TIMEOUT``, a cut body, a bad chunk) is
+    raised where the application reads past what arrived, so it answers as before."""
+    body = getattr(req, "body", None)
+    if body is None or not hasattr(body, "reader"):
+        return
+    if getattr(req, "_expected_100_continue", False):
+        # What gunicorn would send as it builds the environ: the client waits for it.
+        sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        req._expected_100_continue = False
+    ahead = io.BytesIO()
+    ahead.write(body.buf.getvalue())
+    try:
+        while ahead.tell() <= limit:
+            data = body.reader.read(min(MAX_READ_STEP, limit + 1 - ahead.tell()))
+            if not data:
+                break
+            ahead.write(data)
+    except Exception as exc:
+        body.failed = True  # the connection's state is unknown: gunicorn closes it
+        body.reader = _Unreadable(exc)
+    body.buf = ahead

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from ninja import Field, Schema
-from pydantic import ConfigDict, StrictBool
+from pydantic import ConfigDict, StrictBool, StrictInt
 
 from aimemory_site.lib.api import BodyIn, NameText, NonBlankText, RetryIdText, UuidText
 from aimemory_site.lib.limits import (
@@ -128,7 +128,8 @@ class MessagePopIn(BodyIn):
     workspace: NameText
     project: NameText
     message_id: UuidText | None = None
-    wait_seconds: int | None = Field(
+    # Strict: true or "5" are not a number of seconds, and 1.5 is not whole.
+    wait_seconds: StrictInt | None = Field(
         None,
         description=f"Wait up to this many seconds for a message to claim (clamped to "
         f"0..{WAIT_SECONDS_MAX}; 0, the default, answers at once).",

@@ -408,6 +408,8 @@ def message_pop(
         popped = pop.claim(keep_nothing=True)
         assert popped is not None  # "nothing" is kept, so it is an answer too
         return popped.message
+    if client_gone is not None and client_gone():
+        return None  # gone before it could look: a claim would be lost with the answer
     answer = wait_for(
         lambda: pop.claim(keep_nothing=False),
         topics=[inbox_topic(inbox.pk)],

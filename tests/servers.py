@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -99,17 +100,27 @@ def spawn_database_url(prefix: str) -> Iterator[str | None]:
 
 @contextmanager
 def serving(
-    data_dir: Path, *options: str, database_prefix: str, **environ: str
+    data_dir: Path,
+    *options: str,
+    database_prefix: str,
+    database_url: str | None = None,
+    **environ: str,
 ) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     """``ai-memory serve`` with ``options`` on a free port of 127.0.0.1, anonymous, on the
-    suite's kind of database (a fresh one on PostgreSQL runs), once it answers
-    ``/healthz``: its port and process. Its output goes to ``data_dir / "server.log"``."""
+    suite's kind of database (a fresh one on PostgreSQL runs, unless ``database_url``
+    names one, as several hosts of one database share it), once it answers ``/healthz``:
+    its port and process. Its output goes to ``data_dir / "server.log"``."""
     port = free_port()
     env = {**os.environ, "AI_MEMORY_DATA_DIR": str(data_dir), **environ}
     for name in ("AI_MEMORY_ROOT_TOKEN", "AI_MEMORY_RATE_LIMIT", "DATABASE_URL"):
         env.pop(name, None)
     argv = ["serve", "--bind", f"127.0.0.1:{port}", *options]
-    with spawn_database_url(database_prefix) as database_url:
+    database = (
+        spawn_database_url(database_prefix)
+        if database_url is None
+        else contextlib.nullcontext(database_url)
+    )
+    with database as database_url:
         if database_url:
             env["DATABASE_URL"] = database_url
         data_dir.mkdir(parents=True, exist_ok=True)

@@ -38,8 +38,9 @@ def add_parser(subparsers: SubParsers) -> None:
     parser.add_argument(
         "--threads",
         type=int,
-        help="threads per worker process (more if deciding admission webhooks are slow: "
-        "a thread waits for its webhook)",
+        help="requests each worker process runs at once; calls parked waiting "
+        "(wait_seconds) do not count (more if deciding admission webhooks are slow: a "
+        "request waits for its webhook)",
     )
 
 
