@@ -228,3 +228,47 @@ class PopRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.request_id} -> {self.message_id}"
+
+
+class Announcement(models.Model):
+    """A pending message that a session has been told about: by its session start's inbox
+    notice or by a session wake (docs/reference.md#waiting-and-waking). A message is
+    announced to a session at most once, so a wake answers only for mail it has not told.
+
+    One row per (session, message), not a watermark of the newest announced id: ids are
+    time-ordered at creation, but two sends may commit out of id order, and a watermark
+    past a message that committed later would never announce it. The rows are written by
+    one ``INSERT ... SELECT`` of the pending ids that skips those already there, so two
+    racing announcements to one session tell each message once (the unique constraint
+    decides), whatever the commit order of the sends. They go with their session or
+    message (cascade), and are never read for anything but this.
+    """
+
+    # No index of its own: it leads the unique constraint's.
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    # Indexed: deleting a message looks up its rows here.
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "message"], name="announcement_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} told of {self.message_id}"
+
+
+class SessionWait(models.Model):
+    """The newest session wake of a session: a wait whose token is no longer this one has
+    been superseded (docs/reference.md#waiting-and-waking). In the database, not in a
+    process, so that a wait parked in one worker learns of a newer one in another."""
+
+    session = models.OneToOneField(
+        AgentSession, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    token = models.UUIDField()
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.token}"

@@ -7,6 +7,7 @@ charlie has no access to it at all.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from django.core.servers.basehttp import ThreadedWSGIServer
 from django.test import Client
 from pytest_django.fixtures import Settings as SettingsWrapper
 
+from aimemory_site.lib import wakeups
 from aimemory_site.lib.principal import Principal
 from projects.models import Grant, Project
 from projects.services import api_token_issue, project_get_or_create
@@ -139,6 +141,21 @@ def project_b(db: None) -> Project:
 def project_c(db: None) -> Project:
     """``default/project-c``: a bystander that must see nothing of A's and B's mail."""
     return make_project(None, "default", "project-c")
+
+
+@pytest.fixture
+def parked(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set when a call parks in this process (a live server's request, say): the barrier
+    between "it waits" and "now wake it". Clear it to await the next park."""
+    event = threading.Event()
+    park = wakeups._park
+
+    def signalling_park(waiter: wakeups.Waiter, timeout: float) -> bool:
+        event.set()
+        return park(waiter, timeout)
+
+    monkeypatch.setattr(wakeups, "_park", signalling_park)
+    return event
 
 
 ApiCall = Callable[..., tuple[int, Any]]

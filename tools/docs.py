@@ -72,6 +72,10 @@ ERROR_CODES: dict[str, tuple[str, str]] = {
     "write_access_required": ("403", "the caller may read the project but not write it"),
     "invalid_session_id": ("400", "a `session_id` outside 1-200 characters"),
     "session_taken": ("409", "the session id was registered by another principal"),
+    "session_not_found": (
+        "404",
+        "a session wait for a session id the caller did not register (unknown or another's)",
+    ),
     "invalid_source": (
         "400",
         "a session start's `source` other than `startup`, `resume`, `clear`, `compact`, `init`",

@@ -25,6 +25,17 @@ def terminal_safe(text: str) -> str:
     return _TERMINAL_CONTROLS.sub("\ufffd", text)
 
 
+def timeout_arg(text: str) -> float:
+    """A ``--timeout S``: a finite number of seconds, at least 0."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
+    if not seconds >= 0 or seconds == float("inf"):  # also refuses NaN
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return seconds
+
+
 def malformed(request: str, key: str) -> ClientError:
     return ClientError(f"{request}: server answer has no valid {key!r}")
 

@@ -1,8 +1,9 @@
 """``ai-memory decision ask|answer|wait``: operator decisions over the mailbox.
 
 A question is an ordinary message whose subject and body follow the decision convention;
-the answer is an ordinary send back to the asker, and ``wait`` polls the asker's inbox for
-it. The text is written by ``aimemory_site.lib.decisions``, the one writer every surface
+the answer is an ordinary send back to the asker, and ``wait`` waits for it on the server
+(a pop of replies to the question that parks until one arrives, asked again until the
+timeout). The text is written by ``aimemory_site.lib.decisions``, the one writer every surface
 shares: it imports no Django, so this client module may use it. It loads YAML, about 15%
 of the CLI's start-up, and ``main`` imports this module for every command, the
 session-start hook's included: so only the decision commands import it, when they run.
@@ -11,13 +12,14 @@ session-start hook's included: so only the decision commands import it, when the
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import urllib.parse
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from time import monotonic, sleep
-from typing import Any
+from time import monotonic
+from typing import Any, TextIO
 
 from aimemory_site.cli.client import ApiClient, ClientError
 from aimemory_site.cli.common import (
@@ -29,17 +31,17 @@ from aimemory_site.cli.common import (
     malformed,
     print_json,
     terminal_safe,
+    timeout_arg,
 )
 from aimemory_site.cli.errors import CliError, UsageError
 from aimemory_site.cli.help_text import SubParsers, add_command, scope_help
 from aimemory_site.cli.messages import CANCEL_PATH, MESSAGES_PATH, POP_PATH
 from aimemory_site.cli.scope import Scope
-from aimemory_site.lib.limits import LIST_LIMIT_MAX, MESSAGE_BODY_MAX_CHARS
+from aimemory_site.lib.limits import LIST_LIMIT_MAX, MESSAGE_BODY_MAX_CHARS, WAIT_SECONDS_MAX
 
 WAIT_TIMEOUT_DEFAULT_SECONDS = 600.0
-# The poll backoff: the first pause, doubled after every empty poll up to the longest.
-POLL_FIRST_PAUSE_SECONDS = 1.0
-POLL_LONGEST_PAUSE_SECONDS = 30.0
+# A wait on a terminal says that it still waits this often.
+WAIT_PROGRESS_EVERY_SECONDS = 60.0
 # The server's code for an unknown project (aimemory_site.lib.errors.Code, which this
 # Django-free client cannot import).
 PROJECT_NOT_FOUND = "project_not_found"
@@ -66,16 +68,6 @@ def option_arg(text: str) -> OptionArg:
     if not colon or not option_id.strip() or not label.strip():
         raise argparse.ArgumentTypeError(f"expected ID:LABEL[:DESCRIPTION], got {text!r}")
     return OptionArg(option_id.strip(), label.strip(), description.strip() or None)
-
-
-def timeout_arg(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
-    if not seconds >= 0 or seconds == float("inf"):  # also refuses NaN
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
-    return seconds
 
 
 def canonical_id(text: str) -> str | None:
@@ -128,9 +120,29 @@ def oldest_reply(messages: Sequence[Message], question_id: str) -> Message | Non
     return next((m for m in messages if accepted_reply(m, question_id)), None)
 
 
-def next_pause(pause: float, remaining: float) -> float:
-    """How long to sleep before the next poll: ``pause``, but never past the deadline."""
-    return max(0.0, min(pause, remaining))
+def server_wait_seconds(remaining: float) -> int:
+    """How long the next pop asks the server to wait: what is left of the timeout, rounded
+    up (a wait never gives up early), at most the server's longest wait."""
+    return max(0, min(WAIT_SECONDS_MAX, math.ceil(remaining)))
+
+
+class WaitProgress:
+    """The line a wait prints on a terminal, once a minute, so a person sees it is alive;
+    nothing when stderr is a pipe or a file (a script reads the outcome, not the wait)."""
+
+    def __init__(self, stream: TextIO, line: str) -> None:
+        self.stream = stream
+        self.line = line
+        self.last: float | None = None
+        self.enabled = stream.isatty()
+
+    def tick(self, now: float, remaining: float) -> None:
+        if not self.enabled:
+            return
+        if self.last is not None and now - self.last < WAIT_PROGRESS_EVERY_SECONDS:
+            return
+        self.last = now
+        print(f"{self.line} ({remaining:.0f} s left)", file=self.stream, flush=True)
 
 
 # ---- server calls -------------------------------------------------------------------------
@@ -270,20 +282,45 @@ def _refusal_of(client: ApiClient, mailbox: Scope, reply_id: str) -> str | None:
     return terminal_safe(str(reply.get("refusal")))
 
 
-def _claim(client: ApiClient, asker: Scope, reply_id: str) -> Message | None:
-    """Pop the named reply; ``None`` when another reader claimed it first."""
-    payload = {"workspace": asker.workspace, "project": asker.project, "message_id": reply_id}
+def _pop(
+    client: ApiClient, asker: Scope, fields: Mapping[str, str], wait_seconds: int = 0
+) -> Message | None:
+    """Pop from the asker's inbox what ``fields`` select (``message_id`` or
+    ``in_reply_to``), the server waiting up to ``wait_seconds`` for it; ``None`` when
+    nothing was claimed (another reader was first, or the time was up)."""
+    payload: dict[str, Any] = {"workspace": asker.workspace, "project": asker.project, **fields}
+    if wait_seconds:
+        payload["wait_seconds"] = wait_seconds
     # An id of this invocation: the one retry answers what the first pop claimed.
     payload["request_id"] = f"cli-{uuid.uuid4()}"
-    answer = client.post_retrying_once(POP_PATH, payload)
+    answer = client.post_retrying_once(POP_PATH, payload, wait_seconds=wait_seconds)
     if "message" not in answer:
         raise malformed(f"POST {POP_PATH}", "message")
     popped = answer["message"]
     if popped is None:
         return None
-    if not isinstance(popped, dict) or not isinstance(popped.get("decision_reply"), dict):
+    if not isinstance(popped, dict):
         raise malformed(f"POST {POP_PATH}", "message")
     return popped
+
+
+def _next_reply(
+    client: ApiClient, asker: Scope, question_id: str, wait_seconds: int
+) -> Message | None:
+    """The next reply to ``question_id`` this wait claims, or None at the server's timeout.
+
+    An accepted reply already pending is taken first, by its id, ahead of older replies
+    the server refused, which stay in the inbox as ordinary mail. Otherwise the server
+    waits for a reply (a pop of the question's replies, oldest first), which may be one it
+    refused: the caller says so and waits on.
+    """
+    pending = oldest_reply(_inbox(client, asker), question_id)
+    if pending is not None:
+        popped = _pop(client, asker, {"message_id": pending["id"]})
+        if popped is not None:
+            return popped
+        # Another reader of this inbox claimed it first: wait for the next.
+    return _pop(client, asker, {"in_reply_to": question_id}, wait_seconds)
 
 
 def _cancel_question(client: ApiClient, asker: Scope, question_id: str) -> None:
@@ -306,12 +343,14 @@ def run_wait(args: argparse.Namespace) -> int:
     asker = current_scope(args.workspace, args.project)
     client = ApiClient.from_environment()
     deadline = monotonic() + args.timeout
-    pause = POLL_FIRST_PAUSE_SECONDS
+    progress = WaitProgress(
+        sys.stderr, f"ai-memory: waiting for the answer to decision {question_id}"
+    )
     while True:
-        reply = oldest_reply(_inbox(client, asker), question_id)
-        # None also when another reader of this inbox claimed the reply first.
-        popped = _claim(client, asker, reply["id"]) if reply is not None else None
-        if popped is not None:
+        now = monotonic()
+        progress.tick(now, deadline - now)
+        popped = _next_reply(client, asker, question_id, server_wait_seconds(deadline - now))
+        if popped is not None and accepted_reply(popped, question_id):
             _cancel_question(client, asker, question_id)
             taken: dict[str, Any] = popped["decision_reply"]
             if args.json:
@@ -322,14 +361,28 @@ def run_wait(args: argparse.Namespace) -> int:
             if isinstance(comment, str) and comment:
                 print(terminal_safe(comment), file=sys.stderr)
             return 0
-        remaining = deadline - monotonic()
-        if remaining <= 0:
+        if popped is not None:
+            # Claimed by the pop of the question's replies, and not an answer: say so, as
+            # nobody else will see it now.
+            print(
+                f"ai-memory: took reply {popped.get('id')} to decision {question_id}, but the "
+                f"server did not accept it as the answer: {_refusal_text(popped)}",
+                file=sys.stderr,
+            )
+            continue
+        if monotonic() >= deadline:
             raise CliError(
                 f"no answer to decision {question_id} in {asker.label}'s inbox "
                 f"within {args.timeout:g} s"
             )
-        sleep(next_pause(pause, remaining))
-        pause = min(pause * 2, POLL_LONGEST_PAUSE_SECONDS)
+
+
+def _refusal_text(message: Message) -> str:
+    reply = message.get("decision_reply")
+    refusal = reply.get("refusal") if isinstance(reply, dict) else None
+    if isinstance(refusal, str) and refusal:
+        return terminal_safe(refusal)
+    return "it is not a decision reply that parses"
 
 
 # ---- arguments ----------------------------------------------------------------------------
@@ -439,15 +492,21 @@ def add_parser(subparsers: SubParsers) -> None:
         "wait",
         summary="wait for the answer to a question and print the chosen option",
         paragraphs=[
-            "Poll the current project's inbox (the asker's) for the oldest pending "
-            "'decision-reply: ID' that the server accepted, pausing 1 s, then twice as long "
-            "each time up to 30 s. The server accepts a reply only from the project the "
-            "question went to, with an option it offers, and from root when the question "
-            "requires root; any other reply stays in the inbox as ordinary mail. Pops the "
-            "accepted reply, cancels the question and prints the chosen option id alone on "
-            "stdout, and the comment, when there is one, on stderr (--json: the reply's "
-            "decision_reply object). Exits 1 when no answer came within --timeout. Later "
-            "answers stay in the inbox as ordinary mail.",
+            "Wait on the server for the answer in the current project's inbox (the "
+            "asker's): the oldest pending 'decision-reply: ID' that the server accepted, or "
+            "else the next reply to the question to arrive (a pop of its replies that waits "
+            "up to 60 s, asked again until --timeout; no polling). The server accepts a "
+            "reply only from the project the question went to, with an option it offers, "
+            "and from root when the question requires root. Pops the accepted reply, "
+            "cancels the question and prints the chosen option id alone on stdout, and the "
+            "comment, when there is one, on stderr (--json: the reply's decision_reply "
+            "object). Exits 1 when no answer came within --timeout. Later answers stay in "
+            "the inbox as ordinary mail.",
+            "A reply that is not an answer stays in the inbox as ordinary mail while an "
+            "accepted one is pending; one that arrives while it waits (a non-root answer to "
+            "a requires_root question, say) is taken out with the wait, and said on stderr "
+            "with the server's reason. On a terminal it says once a minute, on stderr, that "
+            "it is still waiting.",
             scope_help(),
         ],
         examples=[

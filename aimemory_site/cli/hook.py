@@ -1,5 +1,5 @@
-"""``ai-memory hook session-start|user-prompt``: register an agent's session and print its
-on-start block.
+"""``ai-memory hook session-start|user-prompt|wait``: register an agent's session and print
+its on-start block, or wait for mail while the session is idle.
 
 Harnesses (Claude Code, Codex) run ``session-start`` at every session start and add its
 stdout to the agent's context. A harness that drops what a SessionStart hook prints (Kimi)
@@ -10,6 +10,10 @@ server, an error answer, unreadable input, no state directory), they print nothi
 stdout and exit 0. The one failure they name, in one line on stderr, is a 401: the
 server wants a token, which the person who set the agent up can fix and would otherwise
 never hear of (authentication turns on with the first user token).
+
+``wait`` is Claude Code's ``Stop`` hook with ``asyncRewake``: it runs in the background
+while the session is idle and wakes it, by exiting 2 with the inbox notice on stderr, when
+mail the session has not been told about arrives; otherwise it exits 0 and says nothing.
 """
 
 from __future__ import annotations
@@ -26,14 +30,32 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from aimemory_site.cli.client import AUTH_TOKEN_ENV, ISSUE_TOKEN_COMMAND, ApiClient, ClientError
+from aimemory_site.cli.client import (
+    AUTH_TOKEN_ENV,
+    ISSUE_TOKEN_COMMAND,
+    ApiClient,
+    ClientError,
+    NoAnswerError,
+    RetryableError,
+)
+from aimemory_site.cli.common import timeout_arg
 from aimemory_site.cli.errors import CliError
 from aimemory_site.cli.help_text import SubParsers, add_command
 from aimemory_site.cli.scope import resolve_scope
 from aimemory_site.lib.agents import AGENT_KINDS, AGENT_OTHER
+from aimemory_site.lib.limits import WAIT_SECONDS_MAX
 from aimemory_site.lib.session_sources import SESSION_SOURCES
 
 SESSIONS_PATH = "/api/v1/sessions"
+SESSION_WAIT_PATH = "/api/v1/sessions/wait"
+# ``hook wait`` gives up after this long unless --timeout says otherwise; the hook entry
+# ``ai-memory init`` prints gives the harness's timeout the same value.
+HOOK_WAIT_TIMEOUT_DEFAULT_SECONDS = 3600
+# The exit status that makes Claude Code wake the idle session with the hook's stderr.
+REWAKE_EXIT_STATUS = 2
+# An unreachable server is asked again after 1 s, then twice as long each time, up to 60 s.
+RETRY_FIRST_PAUSE_SECONDS = 1.0
+RETRY_LONGEST_PAUSE_SECONDS = 60.0
 # A session start waits for this at most; an agent's start matters more than its notice.
 HOOK_TIMEOUT_SECONDS = 5.0
 # Where each harness keeps its transcripts, which is how the hook input tells them apart.
@@ -150,6 +172,77 @@ def run_session_start(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- wait: wake an idle session when mail comes -----------------------------------------
+
+
+def session_wait_payload(
+    hook_input: Mapping[str, Any], environ: Mapping[str, str]
+) -> dict[str, Any]:
+    """The ``POST /api/v1/sessions/wait`` body, without ``wait_seconds``, for this hook
+    input: the project resolved from its ``cwd`` as ``session-start`` resolves it. Raises
+    ScopeError."""
+    cwd_text = _text_field(hook_input, "cwd")
+    scope = resolve_scope(Path(cwd_text) if cwd_text else Path.cwd(), environ)
+    return {
+        "workspace": scope.workspace,
+        "project": scope.project,
+        "session_id": _text_field(hook_input, "session_id"),
+    }
+
+
+def wait_for_mail(client: ApiClient, payload: Mapping[str, Any], timeout: float) -> str | None:
+    """Repeat session waits (each at most 60 s) until new mail, a newer wait of the
+    session, or ``timeout`` seconds; return the inbox notice for new mail, else None.
+
+    A server that cannot be reached, or that does not answer, is asked again after a
+    pause (1 s, doubling up to 60 s) until the time is up; it is not an error. Any other
+    failure ends the wait with None, except a 401, which also prints ``token_problem``.
+    """
+    deadline = time.monotonic() + timeout
+    pause = RETRY_FIRST_PAUSE_SECONDS
+    while (remaining := deadline - time.monotonic()) > 0:
+        wait_seconds = min(WAIT_SECONDS_MAX, int(remaining))
+        try:
+            answer = client.post(
+                SESSION_WAIT_PATH,
+                {**payload, "wait_seconds": wait_seconds},
+                wait_seconds=wait_seconds,
+            )
+        except (RetryableError, NoAnswerError):
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, RETRY_LONGEST_PAUSE_SECONDS)
+            continue
+        except ClientError as failed:
+            if failed.status == 401:
+                print(token_problem(client), file=sys.stderr)
+            return None
+        pause = RETRY_FIRST_PAUSE_SECONDS
+        if answer.get("superseded") is True:
+            return None
+        context = answer.get("context")
+        new = answer.get("new_message_count")
+        if isinstance(new, int) and new > 0 and isinstance(context, str) and context.strip():
+            return context.rstrip("\n")
+    return None
+
+
+def run_wait(args: argparse.Namespace) -> int:
+    hook_input = read_hook_input(sys.stdin)
+    if not _text_field(hook_input, "session_id"):
+        return 0  # no session to wake
+    try:
+        payload = session_wait_payload(hook_input, os.environ)
+    except CliError:
+        return 0
+    # Each request waits for its answer 5 s longer than it asks the server to wait.
+    client = ApiClient.from_environment(timeout_seconds=HOOK_TIMEOUT_SECONDS)
+    notice = wait_for_mail(client, payload, args.timeout)
+    if notice is None:
+        return 0
+    print(notice, file=sys.stderr)
+    return REWAKE_EXIT_STATUS
+
+
 # ---- user-prompt: the block once per session --------------------------------------------
 
 
@@ -261,15 +354,17 @@ def add_parser(subparsers: SubParsers) -> None:
             "Commands that agent harnesses run on lifecycle events. Configure one of them "
             "per harness: session-start where the harness adds a SessionStart hook's output "
             "to the agent's context (Claude Code, Codex), user-prompt where it does not "
-            "(Kimi). 'ai-memory init' prints the configuration."
+            "(Kimi). wait wakes an idle Claude Code session when mail comes (a Stop hook "
+            "with asyncRewake). 'ai-memory init' prints the configuration."
         ],
         examples=[
             "ai-memory hook session-start < hook-input.json",
             "ai-memory hook user-prompt --agent kimi < hook-input.json",
+            "ai-memory hook wait < hook-input.json",
         ],
     )
     hooks = hook_parser.add_subparsers(
-        dest="hook_command", metavar="{session-start,user-prompt}", required=True
+        dest="hook_command", metavar="{session-start,user-prompt,wait}", required=True
     )
     session_start = add_command(
         hooks,
@@ -326,3 +421,39 @@ def add_parser(subparsers: SubParsers) -> None:
     )
     _add_agent_flag(user_prompt)
     user_prompt.set_defaults(handler=run_user_prompt, command_parser=user_prompt)
+
+    wait = add_command(
+        hooks,
+        "wait",
+        summary="wait for mail and wake the idle session with the inbox notice",
+        paragraphs=[
+            'For Claude Code\'s Stop hook with "asyncRewake": true, which runs it in the '
+            "background once the agent has stopped. Reads the hook JSON on stdin "
+            "(session_id, cwd), resolves the project from cwd as session-start does, and "
+            "waits on the server (POST /api/v1/sessions/wait, up to 60 s a request, asked "
+            "again) until mail arrives that the session has not been told about, by its "
+            "session start or an earlier wake. Then it prints the inbox notice on stderr "
+            "and exits 2, which wakes the session with it; the notice counts and names the "
+            "mail, never its text.",
+            "It exits 0 and prints nothing at --timeout, when a newer wait of the same "
+            "session took over, on input without a session_id, or on an error answer; a "
+            "server that cannot be reached is asked again, quietly, after 1 s, then twice as "
+            "long each time up to 60 s, until the timeout. Only a 401 is said, in one line on "
+            f"stderr naming {AUTH_TOKEN_ENV}. The session must have been registered by "
+            "session-start (or user-prompt).",
+        ],
+        examples=[
+            'echo \'{"session_id": "s1", "cwd": "/src/project-a"}\' | ai-memory hook wait --timeout 60',
+            "in .claude/settings.json: "
+            '{"hooks": {"Stop": [{"hooks": [{"type": "command", '
+            '"command": "ai-memory hook wait", "asyncRewake": true, "timeout": 3600}]}]}}',
+        ],
+    )
+    wait.add_argument(
+        "--timeout",
+        type=timeout_arg,
+        default=float(HOOK_WAIT_TIMEOUT_DEFAULT_SECONDS),
+        metavar="S",
+        help=f"give up after S seconds (default {HOOK_WAIT_TIMEOUT_DEFAULT_SECONDS})",
+    )
+    wait.set_defaults(handler=run_wait, command_parser=wait)

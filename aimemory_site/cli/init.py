@@ -4,7 +4,8 @@ show how to wire agents to it.
 Writes ``.ai-memory.toml`` at the git main worktree root (else the working directory),
 registers the project it names with a session start of its own (so the message commands
 work in a fresh repository at once), then prints the MCP and hook configuration for Claude
-Code and Codex (SessionStart) and Kimi (UserPromptSubmit). The hooks name ``ai-memory`` by
+Code and Codex (SessionStart; Claude Code's Stop hook too, which wakes an idle session when
+mail comes) and Kimi (UserPromptSubmit). The hooks name ``ai-memory`` by
 its absolute path when it is not on PATH, as a harness would not find it either. The
 bearer token appears only as the name of its environment variable, never its value.
 """
@@ -45,6 +46,9 @@ from aimemory_site.lib.session_sources import SOURCE_INIT
 EXECUTABLE_NAME = "ai-memory"
 SESSION_START_ARGS = "hook session-start"
 USER_PROMPT_ARGS = "hook user-prompt --agent kimi"
+WAIT_ARGS = "hook wait"
+# Seconds Claude Code gives the Stop hook: as long as ``hook wait`` waits by default.
+WAIT_HOOK_TIMEOUT_SECONDS = 3600
 MCP_SERVER_NAME = "ai-memory"
 SESSIONS_PATH = "/api/v1/sessions"
 SESSION_START_MATCHER = "startup|resume|clear|compact"
@@ -119,8 +123,18 @@ def agent_setup_text(server_url: str, with_bearer: bool, executable: str = EXECU
     user_prompt = f"{executable} {USER_PROMPT_ARGS}"
     mcp_json = {"mcpServers": {MCP_SERVER_NAME: mcp_server}}
     hook_handler = {"type": "command", "command": session_start}
+    # Run in the background once the agent stops; its exit 2 wakes the idle session.
+    wait_handler = {
+        "type": "command",
+        "command": f"{executable} {WAIT_ARGS}",
+        "asyncRewake": True,
+        "timeout": WAIT_HOOK_TIMEOUT_SECONDS,
+    }
     claude_settings = {
-        "hooks": {"SessionStart": [{"matcher": SESSION_START_MATCHER, "hooks": [hook_handler]}]}
+        "hooks": {
+            "SessionStart": [{"matcher": SESSION_START_MATCHER, "hooks": [hook_handler]}],
+            "Stop": [{"hooks": [wait_handler]}],
+        }
     }
     codex_hooks = (
         "[features]\n"
@@ -156,7 +170,8 @@ def agent_setup_text(server_url: str, with_bearer: bool, executable: str = EXECU
         "or for this repository only, in .mcp.json (a project's .mcp.json needs a one-time "
         "approval in claude, which asks when it next starts here):",
         _indented(json.dumps(mcp_json, indent=2)),
-        "SessionStart hook, in .claude/settings.json:",
+        "SessionStart hook, and the Stop hook that wakes an idle session when mail comes, "
+        "in .claude/settings.json:",
         _indented(json.dumps(claude_settings, indent=2)),
         "",
         "== Codex ==",
@@ -258,8 +273,9 @@ def add_parser(subparsers: SubParsers) -> None:
             "commands work here at once. Then print the configuration for the "
             f"server at ${SERVER_URL_ENV} (bearer from ${AUTH_TOKEN_ENV} when it is set): "
             "the MCP server and the SessionStart hook (ai-memory hook session-start) for "
-            "Claude Code and Codex, and the UserPromptSubmit hook (ai-memory hook "
-            "user-prompt) for Kimi.",
+            "Claude Code and Codex, the Stop hook (ai-memory hook wait, asyncRewake) that "
+            "wakes an idle Claude Code session when mail comes, and the UserPromptSubmit "
+            "hook (ai-memory hook user-prompt) for Kimi.",
             "The hooks name ai-memory by its absolute path when it is not on PATH.",
         ],
         examples=["ai-memory init", "ai-memory init --workspace acme --project billing --force"],

@@ -44,6 +44,7 @@ class Code(enum.StrEnum):
     WRITE_ACCESS_REQUIRED = "write_access_required"
     INVALID_SESSION_ID = "invalid_session_id"
     SESSION_TAKEN = "session_taken"
+    SESSION_NOT_FOUND = "session_not_found"
     INVALID_SOURCE = "invalid_source"
     SCOPE_INCOMPLETE = "scope_incomplete"
     SCOPE_NOT_NAMED = "scope_not_named"

@@ -1,5 +1,5 @@
-"""JSON API routes of the on-start composition: the session start, the briefing and the
-hook block. Thin adapters: each calls the service or selector that holds the rule."""
+"""JSON API routes of the on-start composition: the session start, the session wake, the
+briefing and the hook block. Thin adapters: each calls the service or selector that holds the rule."""
 
 from __future__ import annotations
 
@@ -8,9 +8,18 @@ from ninja import Router
 
 from aimemory_site.lib.api import NameText, errors, principal_of
 from aimemory_site.lib.fetch_metadata import browser_marks_cross_site
-from aimemory_site.onstart.schemas import BriefingOut, OnStartOut, SessionIdQuery, SessionStartIn
+from aimemory_site.lib.wakeups import CLIENT_GONE
+from aimemory_site.onstart.schemas import (
+    BriefingOut,
+    OnStartOut,
+    SessionIdQuery,
+    SessionStartIn,
+    SessionWaitIn,
+    SessionWaitOut,
+)
 from aimemory_site.onstart.selectors import briefing_get
 from aimemory_site.onstart.services import onstart_for_hook, onstart_for_session_start
+from aimemory_site.onstart.wake_services import session_wait
 from projects.scope import scope_resolve
 
 router = Router(tags=["sessions"])
@@ -33,6 +42,23 @@ def sessions_start(request: HttpRequest, payload: SessionStartIn) -> HttpRespons
         cross_site=browser_marks_cross_site(request),
     )
     return JsonResponse(block)
+
+
+@router.post("/sessions/wait", response={200: SessionWaitOut, **errors(404, body=True)})
+def sessions_wait(request: HttpRequest, payload: SessionWaitIn) -> HttpResponse:
+    """Wait until mail this session has not been told about is pending in the project, and
+    announce it (counts and the inbox notice, never a body, never a pop); or answer when
+    the time is up, or when a newer wait of the session supersedes this one. The session
+    id must be one this caller registered, else 404 ``session_not_found``."""
+    answer = session_wait(
+        principal=principal_of(request),
+        workspace=payload.workspace,
+        project=payload.project,
+        session_id=payload.session_id,
+        wait_seconds=payload.wait_seconds,
+        client_gone=request.META.get(CLIENT_GONE),
+    )
+    return JsonResponse(answer)
 
 
 @router.get("/briefing", response={200: BriefingOut, **errors(404)}, tags=["messages"])

@@ -1,5 +1,5 @@
-"""Request and answer shapes of the on-start routes: the session start, the hook block
-and the briefing."""
+"""Request and answer shapes of the on-start routes: the session start, the session wake,
+the hook block and the briefing."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from ninja import Field, Schema
 from pydantic import StrictBool
 
 from aimemory_site.lib.api import BodyIn, NameText, SessionIdText
+from aimemory_site.lib.limits import WAIT_SECONDS_MAX
 from aimemory_site.lib.session_sources import SESSION_SOURCES
 from projects.schemas import HandoffOut
 
@@ -52,6 +53,32 @@ class OnStartOut(Schema):
     handoff: HandoffOut | None = Field(None, description="The handoff this call claimed.")
     brief: str | None = Field(None, description="The compiled brief, when asked for.")
     pending_message_count: int
+
+
+class SessionWaitIn(BodyIn):
+    workspace: NameText
+    project: NameText
+    session_id: SessionIdText = Field(
+        description="A session id this caller registered with POST /api/v1/sessions."
+    )
+    wait_seconds: int | None = Field(
+        None,
+        description=f"Wait up to this many seconds for new mail (clamped to "
+        f"0..{WAIT_SECONDS_MAX}; 0, the default, answers at once).",
+    )
+
+
+class SessionWaitOut(Schema):
+    new_message_count: int = Field(
+        description="Pending messages this session had not been told about (now it has)."
+    )
+    pending_message_count: int
+    context: str | None = Field(
+        description="The inbox notice for all pending mail when new_message_count > 0."
+    )
+    superseded: bool = Field(
+        description="A newer wait of the same session ended this one; stop waiting."
+    )
 
 
 class BriefingScopeOut(Schema):

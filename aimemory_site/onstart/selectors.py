@@ -8,6 +8,7 @@ from aimemory_site.lib.principal import Principal
 from messaging.selectors import message_pending_count
 from projects.access import Level, project_access
 from projects.brief_selectors import brief_compile
+from projects.models import AgentSession
 from projects.scope import ResolvedScope, scope_hint
 
 
@@ -27,3 +28,9 @@ def briefing_get(*, principal: Principal, scope: ResolvedScope) -> dict[str, Any
     if scope.inferred:
         answer["hint"] = scope_hint(scope)
     return answer
+
+
+def session_of_principal(principal: Principal, session_id: str) -> AgentSession | None:
+    """The lifecycle-hook session ``session_id`` if ``principal`` registered it, else None:
+    another principal's session id counts as unknown (docs/reference.md#scope-resolution)."""
+    return AgentSession.objects.filter(session_id=session_id, principal_key=principal.key).first()

@@ -14,6 +14,8 @@ from aimemory_site.lib.session_sources import (
     SOURCE_RESUME,
     SOURCE_STARTUP,
 )
+from aimemory_site.onstart.selectors import session_of_principal
+from aimemory_site.onstart.wake_services import pending_announce
 from messaging.notices import inbox_notice
 from messaging.selectors import message_pending_count
 from projects.access import Level, project_access, project_level_of
@@ -51,12 +53,17 @@ def onstart_block(
     In order, joined by a blank line: the handoff this call claimed (``claim_handoff``:
     the caller starts a session and holds write), the brief (``inject_brief``), the inbox
     notice (when mail waits), and always the scope line. It never holds message text and
-    never pops; the mail is only counted and named.
+    never pops; the mail is only counted and named. With a ``session``, the pending mail
+    the notice counts is recorded as told to it (``pending_announce``), so its wakes
+    announce only mail that came later.
     """
     workspace, name = project.workspace.name, project.name
     handoff = handoff_claim(project=project, session=session) if claim_handoff else None
     brief = brief_compile(project) if inject_brief else None
-    count = message_pending_count(project=project)
+    if session is None:
+        count = message_pending_count(project=project)
+    else:
+        count = pending_announce(session=session, project=project).pending
     parts = []
     if handoff is not None:
         parts.append(handoff_text(handoff, workspace=workspace, project=name))
@@ -158,8 +165,13 @@ def onstart_for_hook(
     """
     found = project_access(principal, workspace, project, need=Level.READ)
     session_id = session_id.strip()
-    if not session_id or cross_site or project_level_of(principal, found) < Level.WRITE:
+    if not session_id or cross_site:
         return onstart_block(project=found, session_id=session_id)
+    if project_level_of(principal, found) < Level.WRITE:
+        # A reader's start registers nothing; a session it registered is still told of
+        # the mail this block announces, so its wakes do not announce it again.
+        own = session_of_principal(principal, session_id)
+        return onstart_block(project=found, session_id=session_id, session=own)
     try:
         started = session_start(
             principal=principal,

@@ -79,6 +79,44 @@ def make_cli(tmp_path: Path) -> Callable[[str], RunCli]:
     return for_server
 
 
+SpawnCli = Callable[..., "subprocess.Popen[str]"]
+
+
+@pytest.fixture
+def spawn_cli(tmp_path: Path) -> Callable[[str], SpawnCli]:
+    """As ``make_cli``, but ``start(*args, cwd=, stdin=, env=)`` returns the running
+    process (stdin written and closed), for a command that waits."""
+
+    def for_server(server_url: str) -> SpawnCli:
+        def start(
+            *args: str,
+            cwd: Path = tmp_path,
+            stdin: str = "",
+            env: dict[str, str] | None = None,
+        ) -> subprocess.Popen[str]:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "aimemory_site.cli.main", *args],
+                cwd=cwd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=_cli_environment(
+                    server_url, {"GIT_CEILING_DIRECTORIES": str(tmp_path), **(env or {})}
+                ),
+            )
+            assert process.stdin is not None
+            process.stdin.write(stdin)
+            process.stdin.close()
+            # communicate() would flush the closed pipe: the input has been given.
+            process.stdin = None
+            return process
+
+        return start
+
+    return for_server
+
+
 @pytest.fixture
 def offline_cli(make_cli: Callable[[str], RunCli], unreachable_url: str) -> RunCli:
     """The CLI pointed at a server that is not there."""

@@ -7,8 +7,11 @@ project's repository, so the scope is resolved the way an agent's is.
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -16,15 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pytest_django.fixtures import Settings as SettingsWrapper
 from pytest_django.live_server_helper import LiveServer
 
-from aimemory_site.cli import decision
-from aimemory_site.cli.decision import next_pause, oldest_reply, option_arg
-from aimemory_site.cli.main import main
+from aimemory_site.cli.decision import oldest_reply, option_arg, server_wait_seconds
 from aimemory_site.lib.decisions import decision_body_write, decision_subject
 from aimemory_site.lib.principal import Principal
+from messaging.answer_services import decision_answer
 from messaging.models import Message
 from projects.services import project_get_or_create
+from tests.cli.conftest import SpawnCli
 from tests.conftest import Persona, make_project
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
@@ -167,10 +171,10 @@ def test_an_option_description_may_hold_colons() -> None:
 
 
 @pytest.mark.parametrize(
-    ("pause", "remaining", "slept"), [(1.0, 5.0, 1.0), (8.0, 2.5, 2.5), (30.0, -0.1, 0.0)]
+    ("remaining", "asked"), [(600.0, 60), (59.2, 60), (1.2, 2), (0.3, 1), (0.0, 0), (-0.1, 0)]
 )
-def test_a_pause_never_runs_past_the_deadline(pause: float, remaining: float, slept: float) -> None:
-    assert next_pause(pause, remaining) == slept
+def test_a_server_wait_never_gives_up_before_the_timeout(remaining: float, asked: int) -> None:
+    assert server_wait_seconds(remaining) == asked
 
 
 def test_the_oldest_accepted_reply_that_parses_is_the_answer() -> None:
@@ -205,27 +209,6 @@ def repos(make_repo: MakeRepo, transactional_db: None) -> tuple[Path, Path]:
     for name in ("project-a", "project-b"):
         project_get_or_create(principal=Principal.anonymous(), workspace="default", project=name)
     return make_repo("project-a"), make_repo("project-b")
-
-
-class FakeClock:
-    """Stands in for the pauses of ``wait`` only: every poll goes to the real server."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.pauses: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.pauses.append(seconds)
-        self.now += seconds
-
-
-def in_process_cli(monkeypatch: pytest.MonkeyPatch, live_server: LiveServer) -> None:
-    """``main()`` in this process talks to the live server, as the subprocess would."""
-    monkeypatch.setenv("AI_MEMORY_SERVER_URL", live_server.url)
-    monkeypatch.delenv("AI_MEMORY_AUTH_TOKEN", raising=False)
 
 
 def pending_ids() -> set[str]:
@@ -360,7 +343,7 @@ def test_wait_takes_the_oldest_reply_and_leaves_later_ones_pending(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_wait_times_out_without_overshooting_the_deadline(
+def test_wait_times_out_within_a_second_of_its_deadline(
     cli: RunCli, repos: tuple[Path, Path]
 ) -> None:
     repo_a, _ = repos
@@ -372,66 +355,116 @@ def test_wait_times_out_without_overshooting_the_deadline(
 
     assert waited.returncode == 1
     assert waited.stdout == ""
+    # Not a terminal: no word while it waits, only the outcome.
     assert waited.stderr == (
         f"ai-memory: no answer to decision {question_id} in default/project-a's inbox "
         "within 1.2 s\n"
     )
-    # Pauses of 1 s, then the 2 s one cut to the deadline: 1.2 s, plus the process's
-    # start-up and three polls (about 0.3 s here). Uncut, the pauses would end at 3 s.
-    assert 1.2 <= elapsed < 2.8
+    # One server wait of 2 s (1.2 rounded up), plus the process's start-up.
+    assert 1.2 <= elapsed < 4
     assert pending_ids() == {question_id}
 
 
 @pytest.mark.django_db(transaction=True)
-def test_wait_doubles_its_pause_up_to_30_s_and_cuts_the_last_to_the_deadline(
+def test_wait_parks_on_the_server_until_the_answer_comes(
     cli: RunCli,
-    repos: tuple[Path, Path],
+    spawn_cli: Callable[[str], SpawnCli],
     live_server: LiveServer,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    repo_a, _ = repos
-    question_id = ok(cli(*ASK_B, cwd=repo_a)).strip()
-    clock = FakeClock()
-    monkeypatch.setattr(decision, "monotonic", clock.monotonic)
-    monkeypatch.setattr(decision, "sleep", clock.sleep)
-    in_process_cli(monkeypatch, live_server)
-
-    code = main(["decision", "wait", question_id, *SCOPE_A, "--timeout", "100"])
-
-    assert code == 1
-    assert "no answer to decision" in capsys.readouterr().err
-    assert clock.pauses == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 9.0]
-    assert pending_ids() == {question_id}
-
-
-@pytest.mark.django_db(transaction=True)
-def test_wait_backs_off_between_empty_polls_and_takes_an_answer_sent_meanwhile(
-    cli: RunCli,
     repos: tuple[Path, Path],
-    live_server: LiveServer,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    parked: threading.Event,
 ) -> None:
     repo_a, repo_b = repos
     question_id = ok(cli(*ASK_B, cwd=repo_a)).strip()
-    pauses: list[float] = []
+    waiting = spawn_cli(live_server.url)("decision", "wait", question_id, cwd=repo_a)
+    # Parked in the server: the pop of the question's replies waits there, no polling.
+    assert parked.wait(30)
 
-    def pause_then_answer_on_the_second(seconds: float) -> None:
-        # Stands in for the pause only; every poll goes to the real server.
-        pauses.append(seconds)
-        if len(pauses) == 2:
-            ok(cli("decision", "answer", question_id, "--option", "accept", cwd=repo_b))
+    ok(cli("decision", "answer", question_id, "--option", "accept", "--comment",
+           "Land it.", cwd=repo_b))  # fmt: skip
 
-    monkeypatch.setattr(decision, "sleep", pause_then_answer_on_the_second)
-    in_process_cli(monkeypatch, live_server)
-
-    code = main(["decision", "wait", question_id, *SCOPE_A])
-
-    assert code == 0
-    assert capsys.readouterr().out == "accept\n"
-    assert pauses == [1.0, 2.0]
+    stdout, stderr = waiting.communicate(timeout=30)
+    assert (waiting.returncode, stdout, stderr) == (0, "accept\n", "Land it.\n")
     assert pending_ids() == set()
+    assert Message.objects.get(id=question_id).state == Message.State.CANCELLED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_wait_takes_an_answer_from_the_web_answer_page(
+    cli: RunCli,
+    spawn_cli: Callable[[str], SpawnCli],
+    live_server: LiveServer,
+    repos: tuple[Path, Path],
+    parked: threading.Event,
+    settings: SettingsWrapper,
+) -> None:
+    settings.AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS = True
+    repo_a, _ = repos
+    question_id = ok(cli(*ASK_B, cwd=repo_a)).strip()
+    waiting = spawn_cli(live_server.url)("decision", "wait", question_id, "--json", cwd=repo_a)
+    assert parked.wait(30)
+
+    # What the answer page's form does on submit.
+    decision_answer(
+        principal=Principal.anonymous(),
+        workspace="default",
+        project="project-b",
+        question_id=uuid.UUID(question_id),
+        option="reject",
+        comment="Send it back:\nQA is not done.",
+    )
+
+    stdout, stderr = waiting.communicate(timeout=30)
+    assert (waiting.returncode, stderr) == (0, "")
+    assert json.loads(stdout) == {
+        "question_id": question_id,
+        "option": "reject",
+        "comment": "Send it back:\nQA is not done.",
+        "accepted": True,
+        "refusal": None,
+    }
+    assert pending_ids() == set()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_wait_says_once_a_minute_on_a_terminal_that_it_waits(
+    cli: RunCli, live_server: LiveServer, repos: tuple[Path, Path]
+) -> None:
+    repo_a, _ = repos
+    question_id = ok(cli(*ASK_B, cwd=repo_a)).strip()
+    controller, terminal = pty.openpty()
+    try:
+        waited = subprocess.run(
+            [sys.executable, "-m", "aimemory_site.cli.main", "decision", "wait", question_id,
+             *SCOPE_A, "--timeout", "1"],
+            stdout=subprocess.PIPE, stderr=terminal, text=True, timeout=30, check=False,
+            env={**os.environ, "AI_MEMORY_SERVER_URL": live_server.url,
+                 "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )  # fmt: skip
+        os.close(terminal)
+        said = _read_all(controller)
+    finally:
+        os.close(controller)
+
+    assert waited.returncode == 1
+    lines = said.replace("\r\n", "\n").splitlines()
+    # At the start, and not again within the minute; then the timeout.
+    assert lines == [
+        f"ai-memory: waiting for the answer to decision {question_id} (1 s left)",
+        f"ai-memory: no answer to decision {question_id} in default/project-a's inbox within 1 s",
+    ]
+
+
+def _read_all(fd: int) -> str:
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the terminal's other end is closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -532,7 +565,7 @@ def as_(token: str) -> dict[str, str]:
     return {"AI_MEMORY_AUTH_TOKEN": token}
 
 
-@pytest.mark.slow  # nine CLI processes and a wait that runs out
+@pytest.mark.slow  # ten CLI processes and a wait that runs out
 @pytest.mark.django_db(transaction=True)
 def test_wait_ignores_forged_replies_and_takes_the_accepted_one(
     cli: RunCli, secured_repos: dict[str, Path], auth_on: str, bob: Persona, charlie: Persona
@@ -556,6 +589,9 @@ def test_wait_ignores_forged_replies_and_takes_the_accepted_one(
     listed = json.loads(ok(cli("message", "list", "--json", cwd=repo_a, env=as_(auth_on))))
     too_early = cli("decision", "wait", question_id, "--timeout", "1.2", cwd=repo_a,
                     env=as_(auth_on))  # fmt: skip
+    # Pending beside an accepted answer, a refused one is left alone.
+    not_root_again = cli("decision", "answer", question_id, "--option", "accept", cwd=repo_b,
+                         env=as_(bob.token)).stdout.strip()  # fmt: skip
     ok(cli("decision", "answer", question_id, "--option", "reject", "--comment",
            "Hold it: QA is not done.", cwd=repo_b, env=as_(auth_on)))  # fmt: skip
     waited = cli("decision", "wait", question_id, "--timeout", "30", cwd=repo_a,
@@ -574,11 +610,20 @@ def test_wait_ignores_forged_replies_and_takes_the_accepted_one(
     assert set(replies) == forged
     assert [reply["accepted"] for reply in replies.values()] == [False, False, False]
     assert all(reply["refusal"] for reply in replies.values())
+    # The refused answer linked to the question is what the server's wait brought: it is
+    # taken out, and said. The others name the question only in their text: ordinary mail.
     assert too_early.returncode == 1
-    assert "no answer to decision" in too_early.stderr
+    assert too_early.stderr == (
+        f"ai-memory: took reply {not_root_id} to decision {question_id}, but the server did "
+        "not accept it as the answer: the question requires root, and this reply was not "
+        "sent by root (the root token, a superuser, or the user named by "
+        "AI_MEMORY_ROOT_USERNAME).\n"
+        f"ai-memory: no answer to decision {question_id} in default/project-a's inbox "
+        "within 1.2 s\n"
+    )
     assert waited.returncode == 0, waited.stderr
     assert waited.stdout == "reject\n"
     assert waited.stderr == "Hold it: QA is not done.\n"
-    # The forged replies stay in the inbox as ordinary mail; the question is withdrawn.
-    assert pending_ids() == forged
+    # The other forged replies stay in the inbox as ordinary mail; the question is withdrawn.
+    assert pending_ids() == (forged - {not_root_id}) | {not_root_again}
     assert Message.objects.get(id=question_id).state == Message.State.CANCELLED

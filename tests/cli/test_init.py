@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -193,6 +194,36 @@ def test_printed_codex_configuration_is_valid_toml_with_the_current_hooks_key(
     )
 
 
+def claude_settings(out: str) -> dict[str, Any]:
+    block = block_after(out, "in .claude/settings.json:\n", "\n\n== Codex ==")
+    settings: dict[str, Any] = json.loads(block)
+    return settings
+
+
+def test_init_prints_the_claude_stop_hook_that_wakes_an_idle_session(
+    make_cli: Callable[[str], RunCli], tmp_path: Path, on_path: dict[str, str]
+) -> None:
+    out = make_cli(SERVER_URL)("init", cwd=tmp_path, env=on_path).stdout
+
+    hooks = claude_settings(out)["hooks"]
+    executable = "ai-memory"
+    assert hooks["Stop"] == [
+        {
+            "hooks": [
+                {
+                    "type": "command",
+                    "command": f"{executable} hook wait",
+                    "asyncRewake": True,
+                    "timeout": 3600,
+                }
+            ]
+        }
+    ]
+    assert hooks["SessionStart"][0]["hooks"] == [
+        {"type": "command", "command": f"{executable} hook session-start"}
+    ]
+
+
 def test_init_prints_the_kimi_user_prompt_hook(
     make_cli: Callable[[str], RunCli], tmp_path: Path, on_path: dict[str, str]
 ) -> None:
@@ -229,6 +260,7 @@ def test_init_names_ai_memory_by_its_absolute_path_when_it_is_not_on_path(
     assert result.returncode == 0, result.stderr
     assert f"ai-memory is not on PATH, so the hooks name it by its path: {absolute}" in out
     assert f'"command": "{absolute} hook session-start"' in out
+    assert f'"command": "{absolute} hook wait"' in out
     codex: dict[str, Any] = codex_config(out)
     assert codex["hooks"]["SessionStart"][0]["hooks"][0]["command"] == (
         f"{absolute} hook session-start"

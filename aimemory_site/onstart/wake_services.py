@@ -1,0 +1,186 @@
+"""Session wakes (docs/reference.md#waiting-and-waking): which pending messages a session
+has been told about, and the wait that answers as soon as there is mail it has not.
+
+A session is told about mail by its session start (the on-start block's inbox notice) and
+by a wake; each message at most once, recorded as ``messaging.models.Announcement`` rows.
+A wake never pops and never carries message text: it answers counts and the notice.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, transaction
+
+from aimemory_site.lib.errors import BadRequest, Code, NotFound
+from aimemory_site.lib.principal import Principal
+from aimemory_site.lib.wakeups import (
+    inbox_topic,
+    session_topic,
+    wait_for,
+    wait_seconds_parse,
+    wake_publish,
+)
+from aimemory_site.onstart.selectors import session_of_principal
+from messaging.models import (
+    PENDING_IN_INBOX_SQL,
+    Announcement,
+    Message,
+    SessionWait,
+    pending_in_inbox_params,
+)
+from messaging.notices import inbox_notice
+from messaging.selectors import message_pending_count
+from projects.access import Level, project_access
+from projects.models import AgentSession, Project
+
+
+@dataclass(frozen=True)
+class Announced:
+    """What one announcement did: how many pending messages were new to the session, and
+    how many are pending in all, both as of one moment."""
+
+    new: int
+    pending: int
+
+
+def pending_announce(*, session: AgentSession, project: Project) -> Announced:
+    """Tell ``session`` about every message pending in ``project``'s inbox that it has not
+    been told about; answer how many that was and how many are pending.
+
+    The insert and the count see one moment, so the count never holds a message the
+    session was not recorded as told about: on PostgreSQL they are one statement (one
+    snapshot), which is also the only statement (it stands in for the plain count); on
+    SQLite two, in one IMMEDIATE transaction, which holds the write lock from the first,
+    so no send commits between them. Racing announcements to one session each insert a
+    message's row or skip it on the unique constraint: it is new to exactly one of them.
+    Must not be called inside another transaction on PostgreSQL (it commits on its own).
+    """
+    sql = _announce_sql(connection.vendor)
+    inbox_params = pending_in_inbox_params(project.pk)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(sql[0], [*inbox_params, session.pk])
+            new, pending = cursor.fetchone()
+    else:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql[0], [session.pk, *inbox_params])
+            new = cursor.rowcount
+            cursor.execute(sql[1], inbox_params)
+            (pending,) = cursor.fetchone()
+    return Announced(new=new, pending=pending)
+
+
+@functools.cache
+def _announce_sql(vendor: str) -> tuple[str, ...]:
+    """The statements of ``pending_announce`` on ``vendor``, built once."""
+    told = Announcement._meta.db_table
+    messages = Message._meta.db_table
+    session_field = Announcement._meta.get_field("session")
+    session_column = session_field.column
+    message_column = Announcement._meta.get_field("message").column
+    insert = f"INSERT INTO {told} ({session_column}, {message_column}) "
+    conflict = f"ON CONFLICT ({session_column}, {message_column}) DO NOTHING"
+    if vendor == "postgresql":
+        session_type = session_field.db_type(connection)
+        return (
+            f"WITH p AS (SELECT id FROM {messages} WHERE {PENDING_IN_INBOX_SQL}), "
+            f"i AS ({insert}SELECT %s::{session_type}, id FROM p {conflict} RETURNING 1) "
+            "SELECT (SELECT COUNT(*) FROM i), (SELECT COUNT(*) FROM p)",
+        )
+    return (
+        f"{insert}SELECT %s, id FROM {messages} WHERE {PENDING_IN_INBOX_SQL} {conflict}",
+        f"SELECT COUNT(*) FROM {messages} WHERE {PENDING_IN_INBOX_SQL}",
+    )
+
+
+def _wake_answer(*, project: Project, new: int, pending: int, superseded: bool) -> dict[str, Any]:
+    context = None
+    if new:
+        context = inbox_notice(
+            count=pending, workspace=project.workspace.name, project=project.name
+        )
+    return {
+        "new_message_count": new,
+        "pending_message_count": pending,
+        "context": context,
+        "superseded": superseded,
+    }
+
+
+def _newest_wait_record(session: AgentSession) -> uuid.UUID:
+    """Make a new wait the session's newest; return its token. One upsert, committed."""
+    token = uuid.uuid4()
+    SessionWait.objects.bulk_create(
+        [SessionWait(session=session, token=token)],
+        update_conflicts=True,
+        unique_fields=["session"],
+        update_fields=["token"],
+    )
+    return token
+
+
+def session_wait(
+    *,
+    principal: Principal,
+    workspace: str,
+    project: str,
+    session_id: str,
+    wait_seconds: object = None,
+    client_gone: Callable[[], bool] | None = None,
+) -> dict[str, Any]:
+    """``POST /api/v1/sessions/wait``: answer as soon as mail the session has not been told
+    about is pending in the project (announcing it), or when ``wait_seconds`` (clamped to
+    0..60; not an integer: 400 ``invalid_wait_seconds``) have passed, or when a newer
+    wait of the same session supersedes this one. Once ``client_gone`` says the caller has
+    gone, it announces nothing more: mail it would have told stays new to the session.
+
+    Needs read on the project, checked first, so a caller learns nothing of a project it
+    may not read. The session id must be one ``principal`` registered: any other (unknown,
+    or another principal's) is 404 ``session_not_found`` and changes nothing. Must not be
+    called inside ``transaction.atomic``: it parks, holding no connection (``wait_for``).
+    """
+    wait = wait_seconds_parse(wait_seconds)
+    found = project_access(principal, workspace, project, need=Level.READ)
+    session_id = session_id.strip()
+    if not session_id or len(session_id) > 200:
+        raise BadRequest("session_id must be 1-200 characters", code=Code.INVALID_SESSION_ID)
+    session = session_of_principal(principal, session_id)
+    if session is None:
+        raise NotFound(
+            f"no session {session_id[:200]!r} registered by this caller: start it with "
+            "POST /api/v1/sessions first",
+            code=Code.SESSION_NOT_FOUND,
+        )
+    token = _newest_wait_record(session)
+    # Committed: an older wait of this session, in any process, wakes and finds it is no
+    # longer the newest.
+    topic = session_topic(session.session_id)
+    wake_publish([topic])
+
+    def look() -> dict[str, Any] | None:
+        if not SessionWait.objects.filter(session=session, token=token).exists():
+            pending = message_pending_count(project=found)
+            return _wake_answer(project=found, new=0, pending=pending, superseded=True)
+        announced = pending_announce(session=session, project=found)
+        if not announced.new:
+            return None
+        return _wake_answer(
+            project=found, new=announced.new, pending=announced.pending, superseded=False
+        )
+
+    answer = wait_for(
+        look,
+        topics=[inbox_topic(found.pk), topic],
+        wait_seconds=wait,
+        client_gone=client_gone,
+    )
+    if answer is not None:
+        return answer
+    return _wake_answer(
+        project=found, new=0, pending=message_pending_count(project=found), superseded=False
+    )
