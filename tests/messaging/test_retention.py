@@ -16,9 +16,9 @@ from django.utils import timezone
 from pytest_django.fixtures import Settings as SettingsWrapper
 
 from messaging import services
-from messaging.models import Message, PopRequest
+from messaging.models import Announcement, Message, PopRequest
 from messaging.retention import Purged, housekeeping, messages_expire, messages_purge
-from projects.models import Handoff, Page, Project
+from projects.models import AgentSession, Handoff, Page, Project
 from tests.messaging.conftest import ANON
 
 pytestmark = pytest.mark.django_db
@@ -121,6 +121,21 @@ def test_the_purge_deletes_only_what_finished_before_the_cut(
     assert Page.objects.count() == 1
     assert Message.objects.get(body="expired lately").state == Message.State.EXPIRED
     assert Message.objects.get(body="pending for ages").state == Message.State.PENDING
+
+
+def test_the_purge_deletes_a_message_a_session_was_told_of(
+    project_a: Project, project_b: Project
+) -> None:
+    old = timezone.now() - 40 * DAY
+    told = _message(project_a, project_b, "told, claimed long ago", state="claimed",
+                    created_at=old, claimed_at=old)  # fmt: skip
+    session = AgentSession.objects.create(session_id="s-told", project=project_b)
+    Announcement.objects.create(session=session, message=told)
+
+    assert messages_purge(older_than_days=30).messages == 1
+
+    assert not Message.objects.filter(pk=told.pk).exists()
+    assert not Announcement.objects.exists()
 
 
 def test_a_second_purge_finds_nothing(history: dict[str, set[str]]) -> None:

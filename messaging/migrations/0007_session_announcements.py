@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('messaging', '0005_retry_ids_per_principal'),
+        ('messaging', '0006_expiry'),
         ('projects', '0005_fewer_indexes'),
     ]
 
