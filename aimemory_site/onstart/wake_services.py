@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
+from django.utils import timezone
 
 from aimemory_site.lib.errors import BadRequest, Code, NotFound
 from aimemory_site.lib.principal import Principal
@@ -61,7 +62,7 @@ def pending_announce(*, session: AgentSession, project: Project) -> Announced:
     Must not be called inside another transaction on PostgreSQL (it commits on its own).
     """
     sql = _announce_sql(connection.vendor)
-    inbox_params = pending_in_inbox_params(project.pk)
+    inbox_params = pending_in_inbox_params(project.pk, timezone.now())
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(sql[0], [*inbox_params, session.pk])
