@@ -11,6 +11,7 @@ import uuid
 
 from aimemory_site.lib.durations import expiry_in_range, expiry_range_text
 from aimemory_site.lib.errors import BadRequest, Code
+from aimemory_site.lib.limits import whole_number
 from messaging.limits import RETRY_ID_MAX_CHARS
 
 
@@ -58,15 +59,16 @@ def _retry_id_parse(value: str | None, name: str, code: str) -> str | None:
     return value
 
 
-def expires_in_parse(value: int | None) -> int | None:
+def expires_in_parse(value: object) -> int | None:
     """An optional ``expires_in_seconds``: a whole number of seconds in 60..2,592,000
     (docs/reference.md#messages), or 400 invalid_expiry (a boolean too: it is no count)."""
     if value is None:
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or not expiry_in_range(value):
+    seconds = whole_number(value)
+    if seconds is None or not expiry_in_range(seconds):
         raise BadRequest(
             f"expires_in_seconds must be a whole number of seconds, {expiry_range_text()}; "
             f"got {str(value)[:40]}",
             code=Code.INVALID_EXPIRY,
         )
-    return value
+    return seconds

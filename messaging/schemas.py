@@ -1,9 +1,16 @@
 from __future__ import annotations
 
 from ninja import Field, Schema
-from pydantic import ConfigDict, StrictBool, StrictInt
+from pydantic import ConfigDict, StrictBool
 
-from aimemory_site.lib.api import BodyIn, NameText, NonBlankText, RetryIdText, UuidText
+from aimemory_site.lib.api import (
+    BodyIn,
+    NameText,
+    NonBlankText,
+    RetryIdText,
+    UuidText,
+    WholeNumber,
+)
 from aimemory_site.lib.durations import MESSAGE_EXPIRY_MAX_SECONDS, MESSAGE_EXPIRY_MIN_SECONDS
 from aimemory_site.lib.limits import (
     LIST_LIMIT_DEFAULT,
@@ -36,7 +43,7 @@ class MessageSendIn(BodyIn):
     )
     # The range is documented, not validated: the service answers it with 400
     # invalid_expiry on every surface, where pydantic would answer 422.
-    expires_in_seconds: StrictInt | None = Field(
+    expires_in_seconds: WholeNumber | None = Field(
         None,
         description=f"{MESSAGE_EXPIRY_MIN_SECONDS}-{MESSAGE_EXPIRY_MAX_SECONDS:,}: the message "
         "expires this many seconds after it is sent, unclaimed (default: the server's "
@@ -144,8 +151,8 @@ class MessagePopIn(BodyIn):
     workspace: NameText
     project: NameText
     message_id: UuidText | None = None
-    # Strict: true or "5" are not a number of seconds, and 1.5 is not whole.
-    wait_seconds: StrictInt | None = Field(
+    # Whole: true or "5" are not a number of seconds, and 1.5 is not whole.
+    wait_seconds: WholeNumber | None = Field(
         None,
         description=f"Wait up to this many seconds for a message to claim (clamped to "
         f"0..{WAIT_SECONDS_MAX}; 0, the default, answers at once).",

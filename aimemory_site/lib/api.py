@@ -16,9 +16,10 @@ from ninja import Field, NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, StrictInt
 
 from aimemory_site.lib.errors import AppError, Code, error_body
+from aimemory_site.lib.limits import whole_number
 from aimemory_site.lib.names import NAME_MAX_CHARS
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.scrubbing import INVISIBLE_CHARACTERS
@@ -117,6 +118,15 @@ SessionIdText = Annotated[
         "1-200 characters, not blank.", pattern=_holding_none_of(_WHITESPACE), maxLength=200
     ),
 ]
+
+
+def _whole_or_as_is(value: Any) -> Any:
+    whole = whole_number(value)
+    return value if whole is None else whole
+
+
+# A whole number of something: 30 or 30.0 (JSON's integer), never true, "30" or 1.5 (422).
+WholeNumber = Annotated[StrictInt, BeforeValidator(_whole_or_as_is)]
 RetryIdText = Annotated[str, Field(json_schema_extra={"minLength": 1, "maxLength": 200})]
 PagePathText = Annotated[
     str,

@@ -39,6 +39,19 @@ LIST_LIMIT_DEFAULT = 50
 LIST_LIMIT_MAX = 200
 
 
+def whole_number(value: object) -> int | None:
+    """``value`` as an int when it is a whole number, else None: an int (a boolean is no
+    number), or a float with nothing after the point, since JSON (and JSON Schema's
+    ``integer``) lets a client write 30 as ``30.0``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
 def limit_clamp(limit: int | None) -> int:
     """Clamp a list limit to 1..200 (default 50): out-of-range values are clamped."""
     if limit is None:

@@ -28,7 +28,7 @@ from typing import TypeVar
 from django.db import connections
 
 from aimemory_site.lib.errors import BadRequest, Code
-from aimemory_site.lib.limits import WAIT_SECONDS_MAX
+from aimemory_site.lib.limits import WAIT_SECONDS_MAX, whole_number
 
 T = TypeVar("T")
 
@@ -46,13 +46,14 @@ def wait_seconds_parse(value: object) -> int:
     is 0 (answer at once). Anything else is 400 ``invalid_wait_seconds``."""
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int):
+    seconds = whole_number(value)
+    if seconds is None:
         raise BadRequest(
             f"wait_seconds must be an integer number of seconds (0-{WAIT_SECONDS_MAX}), "
             f"got {str(value)[:60]!r}",
             code=Code.INVALID_WAIT_SECONDS,
         )
-    return min(max(value, 0), WAIT_SECONDS_MAX)
+    return min(max(seconds, 0), WAIT_SECONDS_MAX)
 
 
 def inbox_topic(project_id: object) -> str:
@@ -245,7 +246,10 @@ def _park(waiter: Waiter, timeout: float) -> bool:
     """Park ``waiter`` for at most ``timeout`` seconds; True when it was woken."""
     # A parked call holds no database connection, transaction or lock: this thread's
     # connections are closed before it parks (the look after the wake opens a new one).
-    connections.close_all()
+    # A caller inside a transaction (only a test's, which wraps each test in one) keeps
+    # its connection: closing it would end the transaction under the caller.
+    if not any(connection.in_atomic_block for connection in connections.all(initialized_only=True)):
+        connections.close_all()
     pair = getattr(_park_hooks, "pair", None)
     if pair is None:
         return waiter.wait(timeout)

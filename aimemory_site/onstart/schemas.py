@@ -8,7 +8,7 @@ from typing import Annotated
 from ninja import Field, Schema
 from pydantic import StrictBool
 
-from aimemory_site.lib.api import BodyIn, NameText, SessionIdText
+from aimemory_site.lib.api import BodyIn, NameText, SessionIdText, WholeNumber
 from aimemory_site.lib.limits import WAIT_SECONDS_MAX
 from aimemory_site.lib.session_sources import SESSION_SOURCES
 from projects.schemas import HandoffOut
@@ -61,7 +61,7 @@ class SessionWaitIn(BodyIn):
     session_id: SessionIdText = Field(
         description="A session id this caller registered with POST /api/v1/sessions."
     )
-    wait_seconds: int | None = Field(
+    wait_seconds: WholeNumber | None = Field(
         None,
         description=f"Wait up to this many seconds for new mail (clamped to "
         f"0..{WAIT_SECONDS_MAX}; 0, the default, answers at once).",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aimemory_site.lib.limits import limit_clamp, text_cap
+from aimemory_site.lib.limits import limit_clamp, text_cap, whole_number
 
 
 @pytest.mark.parametrize(
@@ -39,3 +39,22 @@ def test_cap_counts_characters_not_bytes() -> None:
 def test_negative_cap_is_rejected() -> None:
     with pytest.raises(ValueError, match="negative"):
         text_cap("abc", -1, "message body")
+
+
+@pytest.mark.parametrize(
+    ("value", "whole"),
+    [
+        (30, 30),
+        (30.0, 30),
+        (-2.0, -2),
+        (0, 0),
+        (1.5, None),
+        (True, None),
+        ("30", None),
+        (None, None),
+    ],
+)
+def test_whole_number_takes_ints_and_floats_with_nothing_after_the_point(
+    value: object, whole: int | None
+) -> None:
+    assert whole_number(value) == whole

@@ -131,6 +131,25 @@ def test_both_ends_of_the_range_are_accepted(api: ApiCall, projects: None, secon
     assert message.expires_at == message.created_at + timedelta(seconds=seconds)
 
 
+def test_a_whole_number_written_as_a_float_is_an_expiry(api: ApiCall, projects: None) -> None:
+    # JSON (and JSON Schema's integer) let a client write 3600 as 3600.0.
+    status, sent = api("post", "/api/v1/messages", {**SEND, "expires_in_seconds": 3600.0})
+
+    assert status == 201
+    message = Message.objects.get(pk=sent["message_id"])
+    assert message.expires_at == message.created_at + timedelta(hours=1)
+
+
+@pytest.mark.parametrize("value", [90.5, "3600", True])
+def test_an_expiry_that_is_no_whole_number_writes_nothing(
+    api: ApiCall, projects: None, value: object
+) -> None:
+    status, _ = api("post", "/api/v1/messages", {**SEND, "expires_in_seconds": value})
+
+    assert status == 422
+    assert not Message.objects.exists()
+
+
 def test_the_service_refuses_a_boolean_as_an_expiry(projects: None) -> None:
     with pytest.raises(BadRequest) as refused:
         send(expires_in_seconds=True)
