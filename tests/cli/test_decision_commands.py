@@ -610,20 +610,26 @@ def test_wait_ignores_forged_replies_and_takes_the_accepted_one(
     assert set(replies) == forged
     assert [reply["accepted"] for reply in replies.values()] == [False, False, False]
     assert all(reply["refusal"] for reply in replies.values())
-    # The refused answer linked to the question is what the server's wait brought: it is
-    # taken out, and said. The others name the question only in their text: ordinary mail.
+    # The refused answers linked to the question (bob's, and the one with an option it
+    # does not offer, linked by its question_id) are what the server's wait brought: they
+    # are taken out, and said. charlie's project never got the question, so his reply is
+    # not linked to it: ordinary mail.
+    unknown_option_id = unknown_option.split()[2]
     assert too_early.returncode == 1
     assert too_early.stderr == (
         f"ai-memory: took reply {not_root_id} to decision {question_id}, but the server did "
         "not accept it as the answer: the question requires root, and this reply was not "
         "sent by root (the root token, a superuser, or the user named by "
         "AI_MEMORY_ROOT_USERNAME).\n"
+        f"ai-memory: took reply {unknown_option_id} to decision {question_id}, but the "
+        "server did not accept it as the answer: option 'maybe' is not one the question "
+        "offers (it offers: accept, reject).\n"
         f"ai-memory: no answer to decision {question_id} in default/project-a's inbox "
         "within 1.2 s\n"
     )
     assert waited.returncode == 0, waited.stderr
     assert waited.stdout == "reject\n"
     assert waited.stderr == "Hold it: QA is not done.\n"
-    # The other forged replies stay in the inbox as ordinary mail; the question is withdrawn.
-    assert pending_ids() == (forged - {not_root_id}) | {not_root_again}
+    # charlie's reply stays in the inbox as ordinary mail; the question is withdrawn.
+    assert pending_ids() == (forged - {not_root_id, unknown_option_id}) | {not_root_again}
     assert Message.objects.get(id=question_id).state == Message.State.CANCELLED
