@@ -92,6 +92,9 @@ class _PostgresTransport:
         self._listen_wanted = False
         self._listening = threading.Event()  # a LISTEN is in place now
         self._ever_listened = False
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.connects = 0  # how many connections the thread has made
 
     def send(self, topics: frozenset[str]) -> None:
         """Queue ``topics`` for the thread: a set update and at most one byte on a pipe."""
@@ -112,6 +115,15 @@ class _PostgresTransport:
         if not self._ever_listened:
             self._listening.wait(LISTEN_READY_SECONDS)
 
+    def stop(self) -> None:
+        """End the thread and close its connection (tests; a server's process just exits)."""
+        with self._lock:
+            self._stopping.set()
+            thread = self._thread
+        if thread is not None:
+            self._poke()
+            thread.join(timeout=10)
+
     def _started(self) -> None:
         """Start the thread in this process if it has none yet (a fork inherits none).
         Called with the lock held."""
@@ -124,7 +136,8 @@ class _PostgresTransport:
         os.set_blocking(self._poke_write, False)
         self._listen_wanted = self._ever_listened = False
         self._listening.clear()
-        threading.Thread(target=self._run, name="wake-transport", daemon=True).start()
+        self._thread = threading.Thread(target=self._run, name="wake-transport", daemon=True)
+        self._thread.start()
 
     def _poke(self) -> None:
         with contextlib.suppress(BlockingIOError):  # the pipe is full: the thread is due
@@ -138,13 +151,15 @@ class _PostgresTransport:
     def _run(self) -> None:
         params = _listener_params()
         backoff = RECONNECT_MIN_SECONDS
-        while True:
+        while not self._stopping.is_set():
             connected_at = time.monotonic()
             try:
                 self._serve(params)
             except Exception:  # the database went away, or never came: try again later
                 logger.info("wake transport lost the database; reconnecting", exc_info=True)
             self._listening.clear()
+            if self._stopping.is_set():
+                return
             if time.monotonic() - connected_at > RECONNECT_MAX_SECONDS:
                 backoff = RECONNECT_MIN_SECONDS  # it had been working: no outage to wait out
             time.sleep(backoff)
@@ -154,6 +169,7 @@ class _PostgresTransport:
         import psycopg
 
         with psycopg.connect(**params, autocommit=True) as conn:
+            self.connects += 1
             # A NOTIFY holds a lock of the whole server until its transaction's commit
             # is flushed: not waiting for the flush keeps it short. Nothing is lost by
             # it: notifications are never written to disk anyway.
@@ -163,7 +179,7 @@ class _PostgresTransport:
             poller = select.poll()
             poller.register(conn.fileno(), select.POLLIN)
             poller.register(self._poke_read, select.POLLIN)
-            while True:
+            while not self._stopping.is_set():
                 if self._listen_wanted and not listening:
                     conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     listening = True
