@@ -162,6 +162,19 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
         wakeups.wake_shutdown()
         super().handle_exit(sig, frame)
 
+    def handle_quit(self, sig: int, frame: Any) -> None:
+        # SIGINT, SIGQUIT: the process exits now, and Python's exit joins the pool's
+        # threads, which must not be parked for another minute.
+        wakeups.wake_shutdown()
+        super().handle_quit(sig, frame)
+
+    def run(self) -> None:
+        try:
+            super().run()
+        finally:
+            # However the worker stops (its parent gone, a restart), no call stays parked.
+            wakeups.wake_shutdown()
+
     def accept(self, listener: Any) -> None:
         """Take a new connection, or first leave it to a worker that holds fewer.
 

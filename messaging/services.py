@@ -40,7 +40,6 @@ from aimemory_site.lib.sql import (
     uuid_of,
 )
 from aimemory_site.lib.wakeups import (
-    NOTIFY_CHANNEL,
     inbox_topic,
     message_topic,
     wait_for,
@@ -246,8 +245,7 @@ def _send_commit(
                 code=Code.INBOX_FULL,
             )
         admission_observe(MESSAGE_SEND, principal=principal, project=recipient, session=session)
-    # On PostgreSQL the insert's statement sent the NOTIFY (_send_sql).
-    wake_publish([inbox_topic(recipient.pk)], carried=connection.vendor == "postgresql")
+    wake_publish([inbox_topic(recipient.pk)])
 
 
 def _write_block(*, one_query: bool) -> contextlib.AbstractContextManager[Any]:
@@ -321,9 +319,7 @@ def _send_statements(message: Message, activities: list[Activity]) -> list[_Stat
     guarded insert and the activity rows only if it inserted. The two go to PostgreSQL
     as one query string, one round trip and one implicit transaction: the lock is held to
     its end, and an error in the insert rolls back both. (That needs the simple query
-    protocol, which Django's default client-side binding uses.) There the insert also
-    sends the NOTIFY that wakes the inbox's parked pops in every process, at its commit
-    and only if it inserted (docs/reference.md#waiting-and-waking).
+    protocol, which Django's default client-side binding uses.)
     """
     [values] = insert_parts([message])[2]
     activity_values = insert_parts(activities)[2]
@@ -335,8 +331,7 @@ def _send_statements(message: Message, activities: list[Activity]) -> list[_Stat
     sql = _send_sql(connection.vendor, len(activities))
     if connection.vendor != "postgresql":
         return [(sql[0], [*values, *count_params]), (sql[1], activity_params)]
-    notify = [NOTIFY_CHANNEL, inbox_topic(message.to_project_id)]
-    return [(sql[0], [message.to_project_id, *values, *count_params, *activity_params, *notify])]
+    return [(sql[0], [message.to_project_id, *values, *count_params, *activity_params])]
 
 
 @functools.cache
@@ -363,8 +358,7 @@ def _send_sql(vendor: str, activity_count: int) -> tuple[str, ...]:
         f"SELECT 1 FROM {Project._meta.db_table} WHERE id = %s FOR NO KEY UPDATE; "
         f"WITH m AS (INSERT INTO {table} ({columns}) SELECT {typed_placeholders(Message)} "
         f"WHERE ({count_sql}) < %s RETURNING 1), {activity_inserts} "
-        # pg_notify returns void, which COUNT counts: one row (and one NOTIFY) if inserted.
-        "SELECT COUNT(pg_notify(%s, %s)) FROM m",
+        "SELECT COUNT(*) FROM m",
     )
 
 
@@ -567,8 +561,7 @@ class _Pop:
         except _NothingClaimed:
             return None
         claimed = _claimed_message(row, inbox)
-        # On PostgreSQL the claim's statement sent the NOTIFY (_claim_sql).
-        wake_publish([message_topic(claimed.id)], carried=connection.vendor == "postgresql")
+        wake_publish([message_topic(claimed.id)])
         return _Popped(claimed)
 
 
@@ -715,7 +708,7 @@ def _claim_run(sql: str, params: list[Any], activity_values: list[Any]) -> Seque
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             del activity_values[counterpart]  # the statement takes it from the claimed row
-            cursor.execute(sql, [*params, *activity_values, NOTIFY_CHANNEL, message_topic("")])
+            cursor.execute(sql, [*params, *activity_values])
             row: Sequence[Any] | None = cursor.fetchone()
             return row
         cursor.execute(sql, params)
@@ -746,9 +739,8 @@ def _claimed_message(row: Sequence[Any], inbox: Project) -> Message:
 @functools.cache
 def _claim_sql(vendor: str, *, named: bool, reply: bool) -> str:
     """The claim of ``_claim_statement`` on ``vendor``, of the named message or the oldest
-    (of the replies to a message, with ``reply``), and on PostgreSQL the activity row and
-    the NOTIFY of the claimed message's topic with it (sent at the commit, for the
-    status calls parked on it in every process); built once."""
+    (of the replies to a message, with ``reply``), and on PostgreSQL the activity row with
+    it; built once."""
     table = Message._meta.db_table
     sender = (
         f"(SELECT {{column}} FROM {Project._meta.db_table} p "
@@ -777,8 +769,7 @@ def _claim_sql(vendor: str, *, named: bool, reply: bool) -> str:
     values = typed_placeholders(Activity, instead={"counterpart_id": "c.from_project_id"})
     return (
         f"WITH c AS ({claim}), a AS (INSERT INTO {activity_table} ({activity_columns}) "
-        f"SELECT {values} FROM c) SELECT c.* FROM c "
-        "CROSS JOIN LATERAL (SELECT pg_notify(%s, %s || c.id::text)) n"
+        f"SELECT {values} FROM c) SELECT * FROM c"
     )
 
 

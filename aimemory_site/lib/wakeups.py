@@ -161,19 +161,17 @@ def transport_set(
     _listen = listen
 
 
-def wake_publish(topics: Iterable[str], *, carried: bool = False) -> None:
+def wake_publish(topics: Iterable[str]) -> None:
     """Wake the calls parked on ``topics``, here and (through the transport) elsewhere.
 
     Call it after the write's commit (``transaction.on_commit``, or after the statement
     on autocommit): a call woken before the commit would look, find nothing and park
-    again, and the wake would be lost. ``carried``: the write itself already carried the
-    publication to the other processes (on PostgreSQL a ``pg_notify`` in its statement,
-    ``NOTIFY_CHANNEL``), so only this process's calls are woken here."""
+    again, and the wake would be lost."""
     published = frozenset(topics)
     if not published:
         return
     transport = _transport
-    if transport is not None and not carried:
+    if transport is not None:
         # The transport's echo reaches this process too, but later: wake it now.
         transport(published)
     _registry.deliver(published)
@@ -204,12 +202,6 @@ def shutting_down() -> bool:
 def parked_count() -> int:
     """How many calls are parked in this process now."""
     return _registry.parked_count()
-
-
-#: The PostgreSQL ``NOTIFY`` channel every process of a database listens on; a
-#: notification's payload is one topic. Writes on the hot path send theirs in their own
-#: statement (``pg_notify(channel, topic)``) and publish with ``carried=True``.
-NOTIFY_CHANNEL = "aimemory_wake"
 
 
 @contextmanager

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -315,6 +316,40 @@ def test_status_and_replies_through_the_cli(cli: RunCli, project_b: Path) -> Non
     assert f"    in reply to: {question_id}\n" in listed.stdout
     assert unknown.returncode == 1
     assert "server returned 404" in unknown.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pop_and_status_wait_on_the_server(cli: RunCli, project_b: Path) -> None:
+    to_b = ["message", "send", "--to-workspace", "default", "--to-project", "project-b"]
+    question_id = cli(*to_b, "Which port?", cwd=project_b).stdout.split()[2]
+    cli(*to_b, "not an answer", cwd=project_b)
+
+    started = time.monotonic()
+    nothing = cli("message", "pop", "--in-reply-to", question_id, "--wait", "1", cwd=project_b)
+    waited = time.monotonic() - started
+    reply = cli(*to_b, "--in-reply-to", question_id, "Port 8080.", cwd=project_b)
+    reply_id = reply.stdout.split()[2]
+    popped = cli("message", "pop", "--in-reply-to", question_id, "--wait", "30", cwd=project_b)
+    claimed = cli("message", "status", reply_id, "--wait", "30", cwd=project_b)
+
+    assert nothing.returncode == 0, nothing.stderr
+    assert nothing.stdout == format_nothing_to_pop(SCOPE_B) + "\n"
+    assert waited >= 1
+    assert popped.stdout.startswith(f"Popped message {reply_id} for default/project-b.\n")
+    assert claimed.stdout.startswith(f"Message {reply_id}: claimed\n")
+
+
+def test_a_wait_that_is_no_number_is_an_argument_error(offline_cli: RunCli) -> None:
+    result = offline_cli("message", "pop", "--wait", "soon")
+
+    assert result.returncode == 2
+    assert "argument --wait" in result.stderr
+
+
+@pytest.mark.parametrize(("given", "sent"), [("90", 60), ("-1", 0), ("15", 15)])
+def test_wait_is_clamped_like_the_server_clamps_it(given: str, sent: int) -> None:
+    assert build_parser().parse_args(["message", "pop", "--wait", given]).wait == sent
+    assert build_parser().parse_args(["message", "status", "ID", "--wait", given]).wait == sent
 
 
 @pytest.mark.django_db(transaction=True)

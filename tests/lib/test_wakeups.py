@@ -13,6 +13,7 @@ from aimemory_site.lib import wakeups
 def _fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(wakeups, "_registry", wakeups._Registry())
     monkeypatch.setattr(wakeups, "_transport", None)
+    monkeypatch.setattr(wakeups, "_listen", None)
 
 
 def _park_in_thread(
@@ -87,3 +88,29 @@ def test_the_transport_carries_each_publication() -> None:
     wakeups.wake_publish(["a", "b"])
     wakeups.wake_publish([])
     assert carried == [frozenset({"a", "b"})]
+
+
+def test_the_transport_listens_before_the_first_look() -> None:
+    """Else a publication between the look and the transport's start would be missed."""
+    order: list[str] = []
+    wakeups.transport_set(lambda topics: None, listen=lambda: order.append("listen"))
+
+    def look() -> str:
+        order.append("look")
+        return "found"
+
+    wakeups.wait_for(look, topics=["t"], wait_seconds=1)
+
+    assert order == ["listen", "look"]
+
+
+def test_wake_all_sends_every_parked_call_back_to_look() -> None:
+    answers: list[object] = []
+    parked = [_park_in_thread([f"t{n}"], 30, answers) for n in range(3)]
+    answers.append("looked again")
+
+    assert wakeups.wake_all() == 3
+
+    for thread, result in parked:
+        thread.join(5)
+        assert result == ["looked again"]

@@ -1,0 +1,107 @@
+"""The PostgreSQL wake transport in this process: NOTIFYs in, wakes out, and back after
+its connection is cut. Across processes and hosts: tests/test_wait_serving.py."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.db import connection
+
+from aimemory_site.lib import wake_transport, wakeups
+from aimemory_site.lib.wake_transport import NOTIFY_CHANNEL, wake_dir
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def transport(monkeypatch: pytest.MonkeyPatch) -> Iterator[wake_transport._PostgresTransport]:
+    if connection.vendor != "postgresql":
+        pytest.skip("LISTEN/NOTIFY is PostgreSQL's")
+    monkeypatch.setattr(wakeups, "_registry", wakeups._Registry())
+    monkeypatch.setattr(wake_transport, "RECONNECT_MIN_SECONDS", 0.05)
+    installed = wake_transport._PostgresTransport()
+    monkeypatch.setattr(wakeups, "_transport", installed.send)
+    monkeypatch.setattr(wakeups, "_listen", installed.listen)
+    yield installed
+    installed.stop()
+
+
+def _dsn() -> str:
+    params = wake_transport._listener_params()
+    return " ".join(f"{key}={value}" for key, value in params.items() if key != "application_name")
+
+
+def _park(topic: str, woken: threading.Event, answers: list[object]) -> threading.Thread:
+    """Wait on ``topic`` in a thread; ``woken`` is set when the look runs after a park."""
+    looks = 0
+
+    def look() -> object | None:
+        nonlocal looks
+        looks += 1
+        if looks > 1:
+            woken.set()
+            return "woken"
+        return None
+
+    thread = threading.Thread(
+        target=lambda: answers.append(wakeups.wait_for(look, topics=[topic], wait_seconds=20))
+    )
+    thread.start()
+    return thread
+
+
+def test_a_notify_from_another_connection_wakes_a_parked_call(
+    transport: wake_transport._PostgresTransport,
+) -> None:
+    woken, answers = threading.Event(), list[object]()
+    thread = _park("inbox:elsewhere", woken, answers)
+    transport._listening.wait(5)
+
+    with psycopg.connect(_dsn(), autocommit=True) as other:
+        other.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, "inbox:elsewhere"])
+
+    assert woken.wait(5)
+    thread.join(5)
+    assert answers == ["woken"]
+
+
+def test_a_publication_goes_out_as_a_notify(transport: wake_transport._PostgresTransport) -> None:
+    with psycopg.connect(_dsn(), autocommit=True) as other:
+        other.execute(f"LISTEN {NOTIFY_CHANNEL}")
+
+        wakeups.wake_publish(["message:m-1", "inbox:i-1"])
+
+        received = {notify.payload for notify in other.notifies(timeout=5, stop_after=2)}
+    assert received == {"message:m-1", "inbox:i-1"}
+
+
+def test_after_its_connection_is_cut_it_reconnects_and_every_parked_call_looks_again(
+    transport: wake_transport._PostgresTransport,
+) -> None:
+    woken, answers = threading.Event(), list[object]()
+    thread = _park("inbox:never-published", woken, answers)
+    assert transport._listening.wait(5)
+    assert transport.connects == 1
+
+    with psycopg.connect(_dsn(), autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = 'ai-memory wake listener'"
+        )
+
+    # Nothing was published, but what was meanwhile could have been lost: it looks again.
+    assert woken.wait(10)
+    thread.join(5)
+    assert answers == ["woken"]
+    assert transport.connects == 2
+
+
+def test_the_wake_dir_is_in_the_data_dir_unless_its_path_is_too_long(tmp_path: Path) -> None:
+    assert wake_dir(tmp_path) == tmp_path.resolve() / "wake"
+    deep = tmp_path / ("d" * 120)
+    assert wake_dir(deep).name.startswith("ai-memory-wake-")
+    assert wake_dir(deep) == wake_dir(deep)
