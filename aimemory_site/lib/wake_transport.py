@@ -8,15 +8,16 @@ publications.
 
 - **PostgreSQL** (any number of hosts on one database): ``LISTEN``/``NOTIFY`` on
   ``NOTIFY_CHANNEL``, on one connection of the process's own, served by a daemon thread.
-  A publication is queued for the thread (the write that publishes only adds to a set),
-  which sends what has queued as one ``pg_notify`` statement, and once a call has parked
-  in the process it also ``LISTEN``s and hands each notification (one topic) to
-  ``wakeups.wake_deliver``. Not in the write's own statement: a NOTIFY holds a lock of the
-  whole server until its transaction's commit is flushed, so every sending transaction
-  would commit one after another (concurrent inserts with a NOTIFY ran at a fifth of
-  their rate here); the thread's own transactions do not wait for the flush. The thread
-  reconnects after a database outage with a backoff (never spinning), and then sends
-  every parked call back to look, since what was published meanwhile is lost.
+  A publication is one ``pg_notify`` statement on that connection, sent by the publishing
+  thread after its write committed; once a call has parked in the process, the thread
+  also ``LISTEN``s and hands each notification (one topic) to ``wakeups.wake_deliver``.
+  Not in the write's own statement: a NOTIFY holds a lock of the whole server until its
+  transaction's commit is flushed, so every sending transaction would commit one after
+  another (concurrent inserts with a NOTIFY ran at a fifth of their rate here); the
+  transport's transactions do not wait for the flush. The thread reconnects after a
+  database outage with a backoff (never spinning), sends what was published meanwhile,
+  and sends every parked call back to look, since what others published meanwhile is
+  lost.
 - **SQLite** (one host, one data dir): a Unix datagram socket per listening process in
   ``<data dir>/wake/``, named by its pid. A publisher sends one datagram (the topics, as
   JSON) to every other socket there: one directory listing and a ``sendto`` each, no
@@ -39,6 +40,7 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +64,8 @@ LISTEN_READY_SECONDS = 1.0
 #: Backoff between reconnects of the listener while the database is down.
 RECONNECT_MIN_SECONDS = 0.5
 RECONNECT_MAX_SECONDS = 5.0
+#: The longest a statement of the transport waits for the server's answer.
+STATEMENT_SECONDS = 1.0
 #: An idle listener asks the server this often whether the connection still works.
 HEARTBEAT_SECONDS = 10.0
 #: The kernel's bound on a socket path (sun_path), with a margin.
@@ -79,15 +83,19 @@ def transport_install() -> None:
 
 
 class _PostgresTransport:
-    """One thread and one connection of the process's own: it sends the publications
-    queued by ``send`` as NOTIFYs and, once a call has parked here, ``LISTEN``s and hands
-    what arrives to ``wakeups.wake_deliver``."""
+    """One libpq connection of the process's own, and a thread that keeps it: connects,
+    reconnects, and once a call has parked here ``LISTEN``s and hands each notification
+    to ``wakeups.wake_deliver``. A publication is sent by the publishing thread itself,
+    on that connection, as one short statement (no thread hop: waking the thread for each
+    write cost more than the statement); while the connection is down it is queued for
+    the thread."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # this object's state
+        self._conn_lock = threading.Lock()  # the connection: libpq's are not thread-safe
+        self._conn: Any = None  # set by the thread while the connection works
         self._pid: int | None = None
         self._pending: set[str] = set()
-        self._poked = False  # a byte is in the pipe for the thread
         self._poke_read = self._poke_write = -1
         self._listen_wanted = False
         self._listening = threading.Event()  # a LISTEN is in place now
@@ -97,14 +105,23 @@ class _PostgresTransport:
         self.connects = 0  # how many connections the thread has made
 
     def send(self, topics: frozenset[str]) -> None:
-        """Queue ``topics`` for the thread: a set update and at most one byte on a pipe."""
+        """NOTIFY ``topics`` now, or queue them for the thread if the connection is down."""
         with self._lock:
             self._started()
+        with self._conn_lock:
+            conn = self._conn
+            if conn is not None:
+                try:
+                    _run_on(conn, *_notify_statement(topics))
+                    _deliver_queued(conn)
+                    return
+                except Exception:
+                    logger.info("a wake-up could not be sent; reconnecting", exc_info=True)
+                    self._conn = None  # the thread, poked below, connects again
+        with self._lock:
             if len(self._pending) < MAX_QUEUED_TOPICS:
                 self._pending |= topics
-            poke, self._poked = not self._poked, True
-        if poke:
-            self._poke()
+        self._poke()
 
     def listen(self) -> None:
         with self._lock:
@@ -130,7 +147,8 @@ class _PostgresTransport:
         if self._pid == os.getpid():
             return
         self._pid = os.getpid()
-        self._pending, self._poked = set(), False
+        self._conn, self._pending = None, set()
+        self._conn_lock = threading.Lock()
         self._poke_read, self._poke_write = os.pipe()
         os.set_blocking(self._poke_read, False)
         os.set_blocking(self._poke_write, False)
@@ -145,7 +163,7 @@ class _PostgresTransport:
 
     def _taken(self) -> set[str]:
         with self._lock:
-            topics, self._pending, self._poked = self._pending, set(), False
+            topics, self._pending = self._pending, set()
         return topics
 
     def _run(self) -> None:
@@ -167,7 +185,7 @@ class _PostgresTransport:
 
     def _serve(self, params: dict[str, Any]) -> None:
         # libpq through psycopg's thin layer, not a psycopg connection: a publication then
-        # costs this process a few tens of microseconds, not a quarter of a millisecond.
+        # costs its thread a few tens of microseconds, not a quarter of a millisecond.
         from psycopg import OperationalError, pq
         from psycopg.conninfo import make_conninfo
 
@@ -180,15 +198,31 @@ class _PostgresTransport:
             # is flushed: not waiting for the flush keeps it short. Nothing is lost by
             # it: notifications are never written to disk anyway.
             _run_on(conn, b"SET synchronous_commit = off")
-            listening = False
-            # poll, not select: a busy worker's descriptors run past select's 1024.
-            poller = select.poll()
-            poller.register(conn.socket, select.POLLIN)
-            poller.register(self._poke_read, select.POLLIN)
-            while not self._stopping.is_set():
+            with self._conn_lock:
+                self._conn = conn
+            self._serve_connected(conn)
+        finally:
+            with self._conn_lock:
+                self._conn = None
+                conn.finish()
+
+    def _serve_connected(self, conn: Any) -> None:
+        from psycopg import OperationalError
+
+        # poll, not select: a busy worker's descriptors run past select's 1024. The
+        # socket is watched only once listening, so publications' answers do not wake
+        # this thread in a process where nothing waits.
+        poller = select.poll()
+        poller.register(self._poke_read, select.POLLIN)
+        listening = False
+        while not self._stopping.is_set():
+            with self._conn_lock:
+                if self._conn is not conn:
+                    raise OperationalError("a publication found the connection broken")
                 if self._listen_wanted and not listening:
                     _run_on(conn, f"LISTEN {NOTIFY_CHANNEL}".encode())
                     listening = True
+                    poller.register(conn.socket, select.POLLIN)
                     self._ever_listened = True
                     self._listening.set()
                     # What was published before this LISTEN (a first start, an outage)
@@ -197,21 +231,31 @@ class _PostgresTransport:
                 topics = self._taken()
                 if topics:
                     _run_on(conn, *_notify_statement(topics))
-                ready = {fd for fd, _ in poller.poll(HEARTBEAT_SECONDS * 1000)}
-                if self._poke_read in ready:
-                    with contextlib.suppress(BlockingIOError):
-                        os.read(self._poke_read, 4096)
-                if conn.socket in ready:
-                    conn.consume_input()  # raises once the connection is gone
-                if not ready:
-                    _run_on(conn, b"SELECT 1")  # a connection that broke quietly raises here
-                while (notify := conn.notifies()) is not None:
-                    wakeups.wake_deliver([notify.extra.decode()])
-        finally:
-            conn.finish()
+                _deliver_received(conn)
+            ready = {fd for fd, _ in poller.poll(HEARTBEAT_SECONDS * 1000)}
+            if self._poke_read in ready:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self._poke_read, 4096)
+            if not ready:
+                with self._conn_lock:
+                    _run_on(conn, b"SELECT 1")  # a connection that broke quietly raises
 
 
-def _notify_statement(topics: set[str]) -> tuple[bytes, list[bytes]]:
+def _deliver_received(conn: Any) -> None:
+    """Hand the notifications that ``conn`` has received to this process's parked calls.
+    Called with the connection's lock held."""
+    conn.consume_input()  # raises once the connection is gone
+    _deliver_queued(conn)
+
+
+def _deliver_queued(conn: Any) -> None:
+    """Hand on the notifications libpq has already read (during a statement: the socket
+    will not show them to the thread's poll)."""
+    while (notify := conn.notifies()) is not None:
+        wakeups.wake_deliver([notify.extra.decode()])
+
+
+def _notify_statement(topics: AbstractSet[str]) -> tuple[bytes, list[bytes]]:
     """``SELECT pg_notify($1, $2), pg_notify($1, $3), ...`` of ``topics``, and its
     parameters."""
     calls = ", ".join(f"pg_notify($1, ${n})" for n in range(2, len(topics) + 2))
@@ -219,12 +263,26 @@ def _notify_statement(topics: set[str]) -> tuple[bytes, list[bytes]]:
 
 
 def _run_on(conn: Any, sql: bytes, params: list[bytes] | None = None) -> None:
-    """Run one statement on a libpq connection; raise OperationalError if it failed."""
+    """Run one statement on a libpq connection; raise OperationalError if it failed or
+    the server sent nothing back within ``STATEMENT_SECONDS`` (a publisher must not hang
+    on a stalled database: its write has committed and its answer is due)."""
     from psycopg import OperationalError, pq
 
-    result = conn.exec_(sql) if params is None else conn.exec_params(sql, params)
-    if result.status not in (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK):
-        raise OperationalError(conn.get_error_message())
+    if params is None:
+        conn.send_query(sql)
+    else:
+        conn.send_query_params(sql, params)
+    readable = select.poll()
+    readable.register(conn.socket, select.POLLIN)
+    if not readable.poll(STATEMENT_SECONDS * 1000):
+        raise OperationalError(f"the database did not answer within {STATEMENT_SECONDS} s")
+    # The answer has begun to arrive; the rest of so short an answer is in its packet.
+    failure = None
+    while (result := conn.get_result()) is not None:
+        if result.status not in (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK):
+            failure = conn.get_error_message()
+    if failure is not None:
+        raise OperationalError(failure)
 
 
 def _listener_params() -> dict[str, Any]:
