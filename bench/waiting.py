@@ -301,7 +301,7 @@ def burst(server: Server) -> dict[str, Any]:
                 message = answer.json().get("message")
                 if message is not None:
                     with lock:
-                        claimed.append(message["message_id"])
+                        claimed.append(message["id"])
 
     def sender(count: int) -> None:
         with httpx.Client(base_url=server.base, timeout=30) as client:
