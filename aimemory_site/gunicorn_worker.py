@@ -76,6 +76,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from django.conf import settings
+from django.db import connections
 from gunicorn import util
 from gunicorn.http.body import MAX_READ_STEP
 from gunicorn.http.errors import ParseException
@@ -136,7 +137,14 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
         slot is freed (a Django response is complete when the application returns)."""
         slots = self._slots
 
+        holders: set[int] = set()  # threads that keep their database connection
+        holders_lock = threading.Lock()
+        keep = self.cfg.threads + CONNECTION_KEEPERS_BEYOND_SLOTS
+
         def release() -> None:
+            # The park has closed this thread's connections (lib.wakeups._park).
+            with holders_lock:
+                holders.discard(threading.get_ident())
             with self._parked_lock:
                 self._parked += 1
             slots.release()
@@ -152,6 +160,7 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
                 with wakeups.parking_hooks(release, reacquire):
                     return application(environ, start_response)
             finally:
+                _connections_kept_or_closed(holders, holders_lock, keep)
                 slots.release()
 
         return wsgi
@@ -285,6 +294,11 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
         return super().handle(conn)
 
 
+#: Threads of a worker's pool, beyond its slots, that keep their database connection
+#: between requests: those that wait for a slot take turns with the slots' own, and a
+#: reconnect per request (on SQLite with its PRAGMAs) would cost the hot path. PostgreSQL
+#: then holds at most (slots + this) connections a process, 12 with the default 4 slots.
+CONNECTION_KEEPERS_BEYOND_SLOTS = 8
 #: Threads of a worker's pool beyond its ``--threads`` slots: for calls parked waiting
 #: (docs/reference.md#waiting-and-waking) and requests still being read. A thread costs
 #: its stack's touched pages (tens of KiB); gthread starts them only as they are needed.
@@ -459,6 +473,26 @@ def offering_close(application: WsgiApp) -> WsgiApp:
         return application(environ, start_response)
 
     return wsgi
+
+
+def _connections_kept_or_closed(holders: set[int], lock: threading.Lock, keep: int) -> None:
+    """After a request: let this thread keep its database connections (persistent, as
+    ``CONN_MAX_AGE`` asks) if it is one of the ``keep`` threads that do, else close them.
+
+    The pool has ``PARKING_THREADS`` more threads than slots, and any idle one may take
+    the next request: were each to keep the connection it opened, a process would come to
+    hold one per thread that ever ran a request, hundreds, past PostgreSQL's
+    ``max_connections``. So at most as many threads as run at once keep one."""
+    ident = threading.get_ident()
+    with lock:
+        if ident in holders:
+            return
+        if not any(c.connection is not None for c in connections.all(initialized_only=True)):
+            return
+        if len(holders) < keep:
+            holders.add(ident)
+            return
+    connections.close_all()
 
 
 def offering_client_gone(application: WsgiApp) -> WsgiApp:

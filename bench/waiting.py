@@ -31,7 +31,7 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -366,11 +366,16 @@ def bench_waiting(label: str, database_url: str | None, workdir: Path) -> dict[s
     return out
 
 
-def waiting_figures(databases: list[str], workdir: Path) -> dict[str, Any]:
-    """Every figure of this part, for each of ``databases`` (``sqlite``, ``postgresql``)."""
+def waiting_figures(
+    databases: list[str], workdir: Path, saved: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
+    """Every figure of this part, for each of ``databases`` (``sqlite``, ``postgresql``);
+    ``saved`` is handed the figures so far after each database."""
     waiting: dict[str, Any] = {"measured_at": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}
     if "sqlite" in databases:
         waiting["sqlite"] = bench_waiting("SQLite (WAL)", None, workdir / "sqlite")
+        if saved is not None:
+            saved(waiting)
     if "postgresql" in databases:
         with postgres_database() as url:
             if url is not None:
@@ -383,8 +388,12 @@ def main() -> None:
     and ``docs/benchmarks.md`` is written again from the whole."""
     results: dict[str, Any] = json.loads(OUTPUT_JSON.read_text()) if OUTPUT_JSON.exists() else {}
     wanted = os.environ.get("BENCH_DATABASES", "sqlite,postgresql").split(",")
+
+    def saved(waiting: dict[str, Any]) -> None:
+        OUTPUT_JSON.write_text(json.dumps({**results, "waiting": waiting}, indent=2) + "\n")
+
     with tempfile.TemporaryDirectory() as tmp:
-        results["waiting"] = waiting_figures(wanted, Path(tmp))
+        results["waiting"] = waiting_figures(wanted, Path(tmp), saved)
     OUTPUT_JSON.write_text(json.dumps(results, indent=2) + "\n")
     from bench.report import report
 

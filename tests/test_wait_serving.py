@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
+from aimemory_site.gunicorn_worker import CONNECTION_KEEPERS_BEYOND_SLOTS
 from tests.conftest import SEND
 from tests.servers import (
     RawConnection,
@@ -289,3 +291,39 @@ def test_a_write_on_one_host_wakes_the_calls_parked_on_another(tmp_path: Path) -
         assert httpx.post(f"{url_1}/api/v1/messages/pop", json=scope).json()["message"]
         assert status.result(timeout=30).json()["state"] == "claimed"
         assert time.monotonic() - claimed_at < WAKE_SECONDS
+
+
+@pytest.mark.skipif(not POSTGRES, reason="counts PostgreSQL's connections")
+def test_a_worker_keeps_a_bounded_number_of_database_connections(tmp_path: Path) -> None:
+    """The pool has hundreds of threads for parked calls, and any idle one may run the
+    next request: only as many as run at once, and a few more, keep a connection, so
+    many clients never take a process past PostgreSQL's ``max_connections``."""
+    with (
+        fresh_postgres_database("aimemory_wait_conns") as database_url,
+        serving(
+            tmp_path, "--workers", "1", "--threads", "1", database_prefix="",
+            database_url=database_url,
+        ) as (port, _),
+        ThreadPoolExecutor(max_workers=40) as pool,
+    ):  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        scope = _inbox(url, "crowded")
+
+        def list_inbox(_: int) -> int:
+            with httpx.Client(timeout=30) as client:
+                for _ in range(3):
+                    client.get(f"{url}/api/v1/messages", params=scope).raise_for_status()
+            return 0
+
+        # 40 clients at once: 40 threads of the pool run a request each, taking turns on
+        # the one slot.
+        list(pool.map(list_inbox, range(40)))
+        with psycopg.connect(database_url) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+    assert row is not None
+    (open_connections,) = row
+    # One slot, CONNECTION_KEEPERS_BEYOND_SLOTS more, the wake listener.
+    assert open_connections <= 1 + CONNECTION_KEEPERS_BEYOND_SLOTS + 1
