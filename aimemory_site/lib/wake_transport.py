@@ -64,6 +64,8 @@ LISTEN_READY_SECONDS = 1.0
 #: Backoff between reconnects of the listener while the database is down.
 RECONNECT_MIN_SECONDS = 0.5
 RECONNECT_MAX_SECONDS = 5.0
+#: The longest the transport waits for a connection.
+CONNECT_SECONDS = 3.0
 #: The longest a statement of the transport waits for the server's answer.
 STATEMENT_SECONDS = 1.0
 #: An idle listener asks the server this often whether the connection still works.
@@ -186,13 +188,10 @@ class _PostgresTransport:
     def _serve(self, params: dict[str, Any]) -> None:
         # libpq through psycopg's thin layer, not a psycopg connection: a publication then
         # costs its thread a few tens of microseconds, not a quarter of a millisecond.
-        from psycopg import OperationalError, pq
         from psycopg.conninfo import make_conninfo
 
-        conn = pq.PGconn.connect(make_conninfo(**params).encode())
+        conn = _connect(make_conninfo(**params).encode())
         try:
-            if conn.status != pq.ConnStatus.OK:
-                raise OperationalError(conn.get_error_message())
             self.connects += 1
             # A NOTIFY holds a lock of the whole server until its transaction's commit
             # is flushed: not waiting for the flush keeps it short. Nothing is lost by
@@ -253,6 +252,36 @@ def _deliver_queued(conn: Any) -> None:
     will not show them to the thread's poll)."""
     while (notify := conn.notifies()) is not None:
         wakeups.wake_deliver([notify.extra.decode()])
+
+
+def _connect(conninfo: bytes) -> Any:
+    """A libpq connection, made without holding the GIL while it waits (libpq's blocking
+    connect does hold it: a connect to a stalled server froze the whole process), within
+    ``CONNECT_SECONDS``."""
+    from psycopg import OperationalError, pq
+
+    conn = pq.PGconn.connect_start(conninfo)
+    deadline = time.monotonic() + CONNECT_SECONDS
+    while True:
+        if conn.status == pq.ConnStatus.BAD:
+            failure = conn.get_error_message()
+            conn.finish()
+            raise OperationalError(failure)
+        state = conn.connect_poll()
+        if state == pq.PollingStatus.OK:
+            return conn
+        if state == pq.PollingStatus.FAILED:
+            failure = conn.get_error_message()
+            conn.finish()
+            raise OperationalError(failure)
+        waiting = select.poll()  # the socket may change between attempts at several hosts
+        waiting.register(
+            conn.socket, select.POLLIN if state == pq.PollingStatus.READING else select.POLLOUT
+        )
+        left = deadline - time.monotonic()
+        if left <= 0 or not waiting.poll(left * 1000):
+            conn.finish()
+            raise OperationalError(f"no connection to the database within {CONNECT_SECONDS} s")
 
 
 def _notify_statement(topics: AbstractSet[str]) -> tuple[bytes, list[bytes]]:
