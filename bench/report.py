@@ -305,6 +305,9 @@ the machine's drift falls on both alike; latencies are as sent.
         r = waiting[key]
         rows, targets = [], []
         for design, figures in r["designs"].items():
+            if "failed" in figures:
+                rows.append(f"| {design} | failed: {figures['failed']} |" + " |" * 10)
+                continue
             p, slow = figures["parked"], figures["slow"]
             rows.append(
                 f"| {design} | {p['send_idle']['rps']:,.0f} | {p['send_parked']['rps']:,.0f} | "
@@ -346,7 +349,7 @@ the machine's drift falls on both alike; latencies are as sent.
         ]
         target_rows = [f"| {label} | {value} | {_met(ok)} |" for label, value, ok in targets]
         parts.append(
-            f"""### {r["database"]}
+            f"""### {r["database"]} (measured {r.get("measured_at", waiting["measured_at"])} UTC)
 
 | design | send/s idle | send/s parked | ratio | pop/s idle | pop/s parked | ratio | RSS parked / processes | KiB per parked call | slow: floor p99 × | slow: send p99 × | errors |
 |---|---|---|---|---|---|---|---|---|---|---|---|

@@ -348,11 +348,19 @@ def _served(env: dict[str, str], workdir: Path, design: list[str], name: str) ->
 
 def bench_waiting(label: str, database_url: str | None, workdir: Path) -> dict[str, Any]:
     env = _environment(workdir, database_url)
-    out: dict[str, Any] = {"database": label, "designs": {}}
+    out: dict[str, Any] = {
+        "database": label,
+        "measured_at": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        "designs": {},
+    }
     for design, arguments in DESIGNS.items():
         server = _served(env, workdir, arguments, f"server-{design}")
         try:
-            out["designs"][design] = {"parked": parked(server), "slow": slow_clients(server)}
+            try:
+                out["designs"][design] = {"parked": parked(server), "slow": slow_clients(server)}
+            except SystemExit as failed:  # a seed or load that could not run: a finding too
+                out["designs"][design] = {"failed": str(failed).splitlines()[-1][:300]}
+                continue
             if design == "slots":
                 out["burst"] = burst(server)
                 out["wake_one_server"] = wake_latency(server.base, server.base)
@@ -392,8 +400,10 @@ def main() -> None:
     def saved(waiting: dict[str, Any]) -> None:
         OUTPUT_JSON.write_text(json.dumps({**results, "waiting": waiting}, indent=2) + "\n")
 
+    earlier = results.get("waiting", {})
     with tempfile.TemporaryDirectory() as tmp:
-        results["waiting"] = waiting_figures(wanted, Path(tmp), saved)
+        # A run of one database keeps the other's figures of the previous run.
+        results["waiting"] = {**earlier, **waiting_figures(wanted, Path(tmp), saved)}
     OUTPUT_JSON.write_text(json.dumps(results, indent=2) + "\n")
     from bench.report import report
 
