@@ -143,19 +143,44 @@ def project_c(db: None) -> Project:
     return make_project(None, "default", "project-c")
 
 
+class Parks:
+    """How many calls have parked in this process since the test began (a live server's
+    requests, say), and a wait for more: the barrier between "it waits" and "now wake
+    it". ``event`` is set at each park; clear it to await the next."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.event = threading.Event()
+        self._changed = threading.Condition()
+
+    def entered(self) -> None:
+        with self._changed:
+            self.count += 1
+            self.event.set()
+            self._changed.notify_all()
+
+    def until(self, count: int) -> None:
+        with self._changed:
+            assert self._changed.wait_for(lambda: self.count >= count, timeout=10), self.count
+
+
 @pytest.fixture
-def parked(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """Set when a call parks in this process (a live server's request, say): the barrier
-    between "it waits" and "now wake it". Clear it to await the next park."""
-    event = threading.Event()
+def parks(monkeypatch: pytest.MonkeyPatch) -> Parks:
+    seen = Parks()
     park = wakeups._park
 
-    def signalling_park(waiter: wakeups.Waiter, timeout: float) -> bool:
-        event.set()
+    def counted(waiter: wakeups.Waiter, timeout: float) -> bool:
+        seen.entered()
         return park(waiter, timeout)
 
-    monkeypatch.setattr(wakeups, "_park", signalling_park)
-    return event
+    monkeypatch.setattr(wakeups, "_park", counted)
+    return seen
+
+
+@pytest.fixture
+def parked(parks: Parks) -> threading.Event:
+    """Set when a call parks in this process; clear it to await the next park."""
+    return parks.event
 
 
 ApiCall = Callable[..., tuple[int, Any]]

@@ -8,7 +8,6 @@ tests/test_wait_serving.py.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -27,42 +26,12 @@ from aimemory_site.lib import wakeups
 from aimemory_site.lib.errors import BadRequest
 from messaging.models import Message
 from projects.models import Project
-from tests.conftest import SEND, A, B, make_project
+from tests.conftest import SEND, A, B, Parks, make_project
 from tests.mcp.test_official_client import ok, with_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 POP = "/api/v1/messages/pop"
-
-
-class Parks:
-    """How many calls have parked since the test began, and a wait for more."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._changed = threading.Condition()
-
-    def entered(self) -> None:
-        with self._changed:
-            self.count += 1
-            self._changed.notify_all()
-
-    def until(self, count: int) -> None:
-        with self._changed:
-            assert self._changed.wait_for(lambda: self.count >= count, timeout=10), self.count
-
-
-@pytest.fixture
-def parks(monkeypatch: pytest.MonkeyPatch) -> Parks:
-    seen = Parks()
-    park = wakeups._park
-
-    def counted(waiter: wakeups.Waiter, timeout: float) -> bool:
-        seen.entered()
-        return park(waiter, timeout)
-
-    monkeypatch.setattr(wakeups, "_park", counted)
-    return seen
 
 
 @pytest.fixture
