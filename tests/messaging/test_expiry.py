@@ -334,6 +334,63 @@ def test_a_pop_never_returns_a_message_whose_time_has_passed(
         frozen[0] = start + timedelta(milliseconds=1)
 
 
+@pytest.fixture
+def ticking(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[datetime]]:
+    """``timezone.now`` that moves on by one microsecond at every reading, so a moment set
+    a few readings ahead falls inside whatever runs next (``ticking[0]`` is the clock)."""
+    moment = [timezone.now()]
+
+    def now() -> datetime:
+        moment[0] += timedelta(microseconds=1)
+        return moment[0]
+
+    monkeypatch.setattr(timezone, "now", now)
+    yield moment
+
+
+def test_a_pop_racing_an_expiry_never_returns_the_message(
+    project_a: Project, project_b: Project, ticking: list[datetime]
+) -> None:
+    """1,000 rounds of one message whose expiry falls among the clock readings of the pop
+    that claims it (before the pop, at any reading within it, or after it): a message
+    is returned only when its claim's own moment came before its expiry, and one that is
+    not returned stays pending with its time run out."""
+    rng = random.Random(1000)
+    readings_per_pop = _readings_of_one_pop(project_a, project_b, ticking)
+    returned = refused = 0
+    for _ in range(1000):
+        Message.objects.all().delete()
+        ahead = rng.randint(-1, readings_per_pop + 1)
+        message = Message.objects.create(
+            to_project=project_b,
+            from_project=project_a,
+            body="deploy the fix tonight",
+            created_at=ticking[0] - timedelta(seconds=1),
+            expires_at=ticking[0] + timedelta(microseconds=ahead),
+        )
+        named = rng.random() < 0.5
+        popped = pop_b(message_id=str(message.pk)) if named else pop_b()
+
+        if popped is not None:
+            returned += 1
+            assert popped.claimed_at is not None and popped.claimed_at < message.expires_at
+        else:
+            refused += 1
+            message.refresh_from_db()
+            assert message.state == Message.State.PENDING
+            assert message.state_at(ticking[0]) == Message.State.EXPIRED
+    # Both outcomes came up often, so the race was run from both sides.
+    assert returned > 100 and refused > 100
+
+
+def _readings_of_one_pop(project_a: Project, project_b: Project, clock: list[datetime]) -> int:
+    """How many times a pop of a live message reads the clock."""
+    Message.objects.create(to_project=project_b, from_project=project_a, body="live")
+    before = clock[0]
+    assert pop_b() is not None
+    return (clock[0] - before) // timedelta(microseconds=1)
+
+
 # ---- linked replies -------------------------------------------------------------------------
 
 
