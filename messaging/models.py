@@ -112,9 +112,16 @@ class Message(models.Model):
 
     class Meta:
         indexes = [
-            models.Index(fields=["to_project", "state", "created_at", "id"], name="message_inbox"),
+            # ``expires_at`` last: whether a pending message still counts is read from the
+            # index alone, so the bounded send's count of up to 256 and the claim's search
+            # for the oldest never visit the rows themselves.
             models.Index(
-                fields=["from_project", "state", "created_at", "id"], name="message_outbox"
+                fields=["to_project", "state", "created_at", "id", "expires_at"],
+                name="message_inbox",
+            ),
+            models.Index(
+                fields=["from_project", "state", "created_at", "id", "expires_at"],
+                name="message_outbox",
             ),
             # For a deleted session's SET NULL only; most messages have no session, and a
             # partial index spares their inserts and claims the write.
