@@ -43,9 +43,13 @@ others. ``--threads`` is therefore the number of requests a process *runs* at on
 request takes one of that many slots to run the application, and a parked call gives its
 slot back while it parks (``lib.wakeups.parking_hooks``) and takes one again to look. The
 thread pool has ``PARKING_THREADS`` more threads than slots, for parked calls and for
-requests still arriving: a request's head and body (up to the 1 MiB limit) are read
-before it takes a slot, so clients that trickle their requests in hold a thread each but
-no slot, and a SQLite worker's one slot keeps serving. A parked call's connection does not
+requests still arriving: a request that has not arrived whole has its head and body (up
+to the 1 MiB limit) read before it takes a slot, so clients that trickle their requests
+in hold a thread each but no slot, and a SQLite worker's one slot keeps serving. A
+request that has arrived whole (nearly all of them) takes its slot first and keeps it
+until its answer is written, as a thread of plain gthread would: two threads of one
+process taking turns at the GIL and handing a slot over cost sends a tenth of their rate
+at 8 clients on SQLite (docs/hot-path.md#serving-parked-calls). A parked call's connection does not
 count against the worker in the accept balance below. Every request's environ carries,
 under ``lib.wakeups.CLIENT_GONE``, a callable that peeks at its socket, so that a parked
 call whose client has gone claims nothing. On SIGTERM every parked call answers at once
@@ -66,6 +70,7 @@ import functools
 import io
 import json
 import logging
+import re
 import select
 import socket
 import threading
@@ -155,13 +160,16 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
             slots.acquire()
 
         def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-            slots.acquire()
+            held = getattr(_serving, "in_slot", False)  # taken by ``handle`` already
+            if not held:
+                slots.acquire()
             try:
                 with wakeups.parking_hooks(release, reacquire):
                     return application(environ, start_response)
             finally:
                 _connections_kept_or_closed(holders, holders_lock, keep)
-                slots.release()
+                if not held:
+                    slots.release()
 
         return wsgi
 
@@ -291,7 +299,16 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
         if not conn.initialized and not conn.wait_for_data(FIRST_BYTES_WAIT_SECONDS):
             # Back to the poller, which hands it to a thread once its first bytes arrive.
             return gthread._DEFER
-        return super().handle(conn)
+        if not request_arrived_whole(conn):
+            # Read without a slot; the application takes one (``_running_in_a_slot``).
+            return super().handle(conn)
+        self._slots.acquire()
+        _serving.in_slot = True
+        try:
+            return super().handle(conn)
+        finally:
+            _serving.in_slot = False
+            self._slots.release()
 
 
 #: Threads of a worker's pool, beyond its slots, that keep their database connection
@@ -309,6 +326,10 @@ PARKING_THREADS = 512
 #: (browsers keep spare ones) then stalled a single-threaded SQLite worker for that long.
 #: A client sends its request right after connecting; this covers that gap.
 FIRST_BYTES_WAIT_SECONDS = 0.02
+
+#: How much of a connection's received bytes ``request_arrived_whole`` looks at: a request
+#: longer than this (a large page write) is read before it takes its slot.
+ARRIVED_WHOLE_PEEK_BYTES = 64 * 1024
 
 #: How long a worker leaves a new connection to the others, per connection it holds
 #: already, and at most. A worker busy with a request has its poller wait for the GIL,
@@ -523,6 +544,35 @@ def client_gone(sock: socket.socket) -> bool:
         return False
     except (OSError, ValueError):
         return True
+
+
+_CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*([0-9]{1,10})[ \t]*\r", re.IGNORECASE)
+
+
+def request_arrived_whole(conn: Any) -> bool:
+    """Whether ``conn``'s next request has arrived whole: its head and a body of the
+    length it states are in the socket's receive buffer, looked at without reading it.
+
+    False whenever that is not certain: a request longer than
+    ``ARRIVED_WHOLE_PEEK_BYTES``, a chunked body, one waiting for ``100 Continue``, or
+    bytes the parser already holds from an earlier read (a pipelined request)."""
+    parser = getattr(conn, "parser", None)
+    held = getattr(getattr(parser, "unreader", None), "buf", None)
+    if held is not None and held.getbuffer().nbytes:
+        return False
+    try:
+        data = conn.sock.recv(ARRIVED_WHOLE_PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except (OSError, ValueError):  # nothing there yet, or a socket that cannot peek
+        return False
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        return False
+    head = data[: end + 2]
+    if b"transfer-encoding" in head.lower():
+        return False
+    found = _CONTENT_LENGTH.search(head)
+    length = int(found.group(1)) if found else 0
+    return len(data) - (end + 4) >= length
 
 
 class _Unreadable:
