@@ -46,10 +46,12 @@ thread pool has ``PARKING_THREADS`` more threads than slots, for parked calls an
 requests still arriving: a request that has not arrived whole has its head and body (up
 to the 1 MiB limit) read before it takes a slot, so clients that trickle their requests
 in hold a thread each but no slot, and a SQLite worker's one slot keeps serving. A
-request that has arrived whole (nearly all of them) takes its slot first and keeps it
-until its answer is written, as a thread of plain gthread would: two threads of one
-process taking turns at the GIL and handing a slot over cost sends a tenth of their rate
-at 8 clients on SQLite (docs/hot-path.md#serving-parked-calls). A parked call's connection does not
+request that has arrived whole (nearly all of them) is handed to a thread only once a
+slot is free for it, and keeps the slot until its answer is written, as plain gthread
+does (``_Slots``): a thread started for a request that must wait still takes the GIL
+from the one running, and on SQLite that one may hold the database's write lock, which
+cost sends and pops a tenth of their rate at 8 clients
+(docs/hot-path.md#serving-parked-calls). A parked call's connection does not
 count against the worker in the accept balance below. Every request's environ carries,
 under ``lib.wakeups.CLIENT_GONE``, a callable that peeks at its socket, so that a parked
 call whose client has gone claims nothing. On SIGTERM every parked call answers at once
@@ -74,6 +76,7 @@ import re
 import select
 import socket
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent import futures
 from time import monotonic
@@ -118,7 +121,7 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
 
     def init_process(self) -> None:
         # Before gthread's, which makes the thread pool, and loads the application.
-        self._slots = threading.Semaphore(self.cfg.threads)
+        self._slots = _Slots(self.cfg.threads, self._dispatch)
         self._parked = 0  # connections whose call is parked now
         self._parked_lock = threading.Lock()
         super().init_process()
@@ -237,7 +240,16 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
         # worker has it: a new connection, or one readable again (kept alive, deferred,
         # or holding the next request already). The wait for a thread starts now.
         conn.arrived_at = monotonic()
-        super().enqueue_req(conn)
+        conn.holds_slot = request_arrived_whole(conn)
+        if not conn.holds_slot or self._slots.take_or_queue(conn):
+            super().enqueue_req(conn)
+
+    def _dispatch(self, conn: Any) -> None:
+        """Hand ``conn``, which the slot just freed passed to, to a thread."""
+        try:
+            super().enqueue_req(conn)
+        except RuntimeError:  # the pool is shut down: the worker is quitting
+            conn.close()
 
     def handle_request(self, req: Any, conn: Any) -> Any:
         _serving.arrived_at = conn.arrived_at
@@ -299,16 +311,62 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
         if not conn.initialized and not conn.wait_for_data(FIRST_BYTES_WAIT_SECONDS):
             # Back to the poller, which hands it to a thread once its first bytes arrive.
             return gthread._DEFER
-        if not request_arrived_whole(conn):
+        if not getattr(conn, "holds_slot", False):
             # Read without a slot; the application takes one (``_running_in_a_slot``).
             return super().handle(conn)
-        self._slots.acquire()
         _serving.in_slot = True
         try:
             return super().handle(conn)
         finally:
             _serving.in_slot = False
+            conn.holds_slot = False
             self._slots.release()
+
+
+class _Slots:
+    """The ``--threads`` slots of a worker process, in which requests run.
+
+    A request that arrived whole is queued here by the poller until a slot is free and
+    only then handed to a thread (``take_or_queue``); the thread that frees a slot hands
+    it straight to the next queued request. Threads that need a slot while they run (a
+    request read before it had one, a parked call back to look) wait in ``acquire``, and
+    go first."""
+
+    def __init__(self, count: int, dispatch: Callable[[Any], None]) -> None:
+        self._free = count
+        self._changed = threading.Condition()
+        self._threads_waiting = 0
+        self._queued: deque[Any] = deque()  # connections, with no thread yet
+        self._dispatch = dispatch
+
+    def take_or_queue(self, conn: Any) -> bool:
+        """Take a slot for ``conn`` if one is free now (True), else queue it until one
+        is, when ``release`` hands it on (False)."""
+        with self._changed:
+            if self._free and not self._threads_waiting and not self._queued:
+                self._free -= 1
+                return True
+            self._queued.append(conn)
+            return False
+
+    def acquire(self) -> None:
+        with self._changed:
+            self._threads_waiting += 1
+            try:
+                while not self._free:
+                    self._changed.wait()
+            finally:
+                self._threads_waiting -= 1
+            self._free -= 1
+
+    def release(self) -> None:
+        with self._changed:
+            if self._threads_waiting or not self._queued:
+                self._free += 1
+                self._changed.notify()
+                return
+            conn = self._queued.popleft()
+        self._dispatch(conn)  # the slot passes to it
 
 
 #: Threads of a worker's pool, beyond its slots, that keep their database connection
@@ -561,7 +619,9 @@ def request_arrived_whole(conn: Any) -> bool:
     if held is not None and held.getbuffer().nbytes:
         return False
     try:
-        data = conn.sock.recv(ARRIVED_WHOLE_PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        data: bytes = conn.sock.recv(
+            ARRIVED_WHOLE_PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT
+        )
     except (OSError, ValueError):  # nothing there yet, or a socket that cannot peek
         return False
     end = data.find(b"\r\n\r\n")
