@@ -242,14 +242,43 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
         conn.arrived_at = monotonic()
         conn.holds_slot = request_arrived_whole(conn)
         if not conn.holds_slot or self._slots.take_or_queue(conn):
-            super().enqueue_req(conn)
+            self._dispatch(conn)
 
     def _dispatch(self, conn: Any) -> None:
-        """Hand ``conn``, which the slot just freed passed to, to a thread."""
+        """Hand ``conn`` to a thread of the pool (with the slot that was taken or passed
+        to it, if it ``holds_slot``)."""
         try:
-            super().enqueue_req(conn)
+            self.tpool.submit(self._serve, conn, self._finished_by_poller(conn))
         except RuntimeError:  # the pool is shut down: the worker is quitting
             conn.close()
+
+    def _finished_by_poller(self, conn: Any) -> futures.Future[Any]:
+        """The future of serving ``conn``'s request: once set, the poller's thread takes
+        the connection back (``finish_request``), as for gthread's own futures."""
+        served: futures.Future[Any] = futures.Future()
+        served.add_done_callback(
+            lambda done: self.method_queue.defer(self.finish_request, conn, done)
+        )
+        return served
+
+    def _serve(self, conn: Any, served: futures.Future[Any]) -> None:
+        """Serve ``conn``'s request in this thread, then, while it holds a slot, the
+        requests queued for one: the slot and the thread pass on together, so no other
+        thread has to wake and take the GIL for it."""
+        while True:
+            # Read first: once its future is set, the poller may queue the connection's
+            # next request, which sets this anew.
+            held = conn.holds_slot
+            try:
+                served.set_result(self.handle(conn))
+            except BaseException as exc:  # gthread's futures carry it to finish_request
+                served.set_exception(exc)
+            if not held:
+                return
+            conn = self._slots.pass_on()
+            if conn is None:
+                return
+            served = self._finished_by_poller(conn)
 
     def handle_request(self, req: Any, conn: Any) -> Any:
         _serving.arrived_at = conn.arrived_at
@@ -314,13 +343,11 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
         if not getattr(conn, "holds_slot", False):
             # Read without a slot; the application takes one (``_running_in_a_slot``).
             return super().handle(conn)
-        _serving.in_slot = True
+        _serving.in_slot = True  # until ``_serve`` passes it on
         try:
             return super().handle(conn)
         finally:
             _serving.in_slot = False
-            conn.holds_slot = False
-            self._slots.release()
 
 
 class _Slots:
@@ -330,7 +357,8 @@ class _Slots:
     only then handed to a thread (``take_or_queue``); the thread that frees a slot hands
     it straight to the next queued request. Threads that need a slot while they run (a
     request read before it had one, a parked call back to look) wait in ``acquire``, and
-    go first."""
+    go first. A thread that finishes a request it was queued for serves the next queued
+    one itself (``pass_on``)."""
 
     def __init__(self, count: int, dispatch: Callable[[Any], None]) -> None:
         self._free = count
@@ -360,13 +388,19 @@ class _Slots:
             self._free -= 1
 
     def release(self) -> None:
+        conn = self.pass_on()
+        if conn is not None:
+            self._dispatch(conn)
+
+    def pass_on(self) -> Any:
+        """Free a slot held, or pass it to the queued connection returned (then the
+        caller must serve it)."""
         with self._changed:
             if self._threads_waiting or not self._queued:
                 self._free += 1
                 self._changed.notify()
-                return
-            conn = self._queued.popleft()
-        self._dispatch(conn)  # the slot passes to it
+                return None
+            return self._queued.popleft()
 
 
 #: Threads of a worker's pool, beyond its slots, that keep their database connection
