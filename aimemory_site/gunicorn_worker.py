@@ -240,9 +240,16 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
         # worker has it: a new connection, or one readable again (kept alive, deferred,
         # or holding the next request already). The wait for a thread starts now.
         conn.arrived_at = monotonic()
-        conn.holds_slot = request_arrived_whole(conn)
-        if not conn.holds_slot or self._slots.take_or_queue(conn):
-            self._dispatch(conn)
+        # With a slot free, the thread looks at the request (``_serve``): looking here
+        # would let go of the GIL, and the poller would wait to take it back from the
+        # thread finishing the previous request.
+        conn.holds_slot = True  # now, or once the slot it is queued for passes to it
+        if not self._slots.take():
+            if not request_arrived_whole(conn):
+                conn.holds_slot = False
+            elif not self._slots.take_or_queue(conn):
+                return  # the thread that frees a slot hands it on
+        self._dispatch(conn)
 
     def _dispatch(self, conn: Any) -> None:
         """Hand ``conn`` to a thread of the pool (with the slot that was taken or passed
@@ -269,6 +276,10 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
             # Read first: once its future is set, the poller may queue the connection's
             # next request, which sets this anew.
             held = conn.holds_slot
+            if held and not request_arrived_whole(conn):
+                # Still arriving: read it without the slot, which goes to the next.
+                held = conn.holds_slot = False
+                self._slots.release()
             try:
                 served.set_result(self.handle(conn))
             except BaseException as exc:  # gthread's futures carry it to finish_request
@@ -366,6 +377,14 @@ class _Slots:
         self._threads_waiting = 0
         self._queued: deque[Any] = deque()  # connections, with no thread yet
         self._dispatch = dispatch
+
+    def take(self) -> bool:
+        """Take a slot if one is free and no one waits for one."""
+        with self._changed:
+            if self._free and not self._threads_waiting and not self._queued:
+                self._free -= 1
+                return True
+            return False
 
     def take_or_queue(self, conn: Any) -> bool:
         """Take a slot for ``conn`` if one is free now (True), else queue it until one
@@ -641,6 +660,9 @@ def client_gone(sock: socket.socket) -> bool:
 _CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*([0-9]{1,10})[ \t]*\r", re.IGNORECASE)
 
 
+_PEEK = int(socket.MSG_PEEK | socket.MSG_DONTWAIT)  # an enum's ``|`` costs a microsecond
+
+
 def request_arrived_whole(conn: Any) -> bool:
     """Whether ``conn``'s next request has arrived whole: its head and a body of the
     length it states are in the socket's receive buffer, looked at without reading it.
@@ -653,9 +675,7 @@ def request_arrived_whole(conn: Any) -> bool:
     if held is not None and held.getbuffer().nbytes:
         return False
     try:
-        data: bytes = conn.sock.recv(
-            ARRIVED_WHOLE_PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT
-        )
+        data: bytes = conn.sock.recv(ARRIVED_WHOLE_PEEK_BYTES, _PEEK)
     except (OSError, ValueError):  # nothing there yet, or a socket that cannot peek
         return False
     end = data.find(b"\r\n\r\n")
