@@ -364,12 +364,12 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
 class _Slots:
     """The ``--threads`` slots of a worker process, in which requests run.
 
-    A request that arrived whole is queued here by the poller until a slot is free and
-    only then handed to a thread (``take_or_queue``); the thread that frees a slot hands
-    it straight to the next queued request. Threads that need a slot while they run (a
-    request read before it had one, a parked call back to look) wait in ``acquire``, and
-    go first. A thread that finishes a request it was queued for serves the next queued
-    one itself (``pass_on``)."""
+    The poller hands a request to a thread with a slot it takes (``take``), or, when
+    none is free and the request arrived whole, queues it (``take_or_queue``) with no
+    thread yet. A thread that frees its slot serves the next queued request itself
+    (``pass_on``), so no other thread has to wake. Threads that need a slot while they
+    run (a request read before it had one, a parked call back to look) wait in
+    ``acquire``, and go first: they hold their request already."""
 
     def __init__(self, count: int, dispatch: Callable[[Any], None]) -> None:
         self._free = count
@@ -381,20 +381,23 @@ class _Slots:
     def take(self) -> bool:
         """Take a slot if one is free and no one waits for one."""
         with self._changed:
-            if self._free and not self._threads_waiting and not self._queued:
-                self._free -= 1
-                return True
-            return False
+            return self._taken()
 
     def take_or_queue(self, conn: Any) -> bool:
         """Take a slot for ``conn`` if one is free now (True), else queue it until one
-        is, when ``release`` hands it on (False)."""
+        is, when the slot's thread serves it or ``release`` hands it on (False)."""
         with self._changed:
-            if self._free and not self._threads_waiting and not self._queued:
-                self._free -= 1
+            if self._taken():
                 return True
             self._queued.append(conn)
             return False
+
+    def _taken(self) -> bool:
+        # Called with the condition's lock held.
+        if self._free and not self._threads_waiting and not self._queued:
+            self._free -= 1
+            return True
+        return False
 
     def acquire(self) -> None:
         with self._changed:
