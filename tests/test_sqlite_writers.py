@@ -204,3 +204,22 @@ def test_a_checkpoint_that_holds_the_writer_lock_long_is_logged(
                 Message.objects.create(to_project=project, from_project=project, body=f"#{n}")
         assert base.checkpointer.finished.wait_for(lambda: bool(logged()), 30)
     assert "every writer waited" in logged()[0]
+
+
+def test_wal_finish_starts_the_wal_again_from_its_beginning(db: None) -> None:
+    """What the retention purge runs between its batches: the pages a batch wrote are
+    copied back at once, and the next writer's pages go to the start of the WAL."""
+    project = make_project(None, "default", "project-a")
+    body = "x" * 4000
+    with transaction.atomic():
+        Message.objects.bulk_create(
+            Message(to_project=project, from_project=project, body=body) for _ in range(500)
+        )
+
+    connection.wal_finish()  # type: ignore[attr-defined]  # this project's backend
+
+    Message.objects.create(to_project=project, from_project=project, body="one more")
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        _busy, wal_frames, _copied = cursor.fetchone()
+    assert 0 < wal_frames < 50  # one small write's pages, not the 500 rows' as well
