@@ -31,10 +31,10 @@ def test_a_message_row_is_written_to_three_indexes_and_five_partial_ones() -> No
         ("created_at", "id"),  # partial: finished messages, for the retention purge
         ("expires_at",),  # partial: pending sends with an expiry, for the expiry sweep
         ("from_project_id", "idempotency_key", "idempotency_principal"),  # partial: keyed sends
-        ("from_project_id", "state", "created_at", "id"),
+        ("from_project_id", "state", "created_at", "id", "expires_at"),  # counts from the index
         ("from_session_id",),  # partial: only sends made in a session
         ("id",),
-        ("to_project_id", "state", "created_at", "id"),
+        ("to_project_id", "state", "created_at", "id", "expires_at"),
     ]
 
 
