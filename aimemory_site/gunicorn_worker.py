@@ -103,6 +103,8 @@ from aimemory_site.lib.wake_transport import transport_install
 #: response (a server-specific extension, named like ``gunicorn.socket``).
 CLOSE_CONNECTION = "aimemory.close_connection"
 
+logger = logging.getLogger(__name__)
+
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
@@ -126,8 +128,8 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
         self._parked_lock = threading.Lock()
         super().init_process()
 
-    def get_thread_pool(self) -> futures.ThreadPoolExecutor:
-        return futures.ThreadPoolExecutor(max_workers=self.cfg.threads + PARKING_THREADS)
+    def get_thread_pool(self) -> _ThreadPool:
+        return _ThreadPool(self.cfg.threads + PARKING_THREADS)
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
@@ -423,6 +425,92 @@ class _Slots:
                 self._changed.notify()
                 return None
             return self._queued.popleft()
+
+
+class _ThreadPool:
+    """The worker's threads, for gthread's ``tpool``: a task goes to the thread that became
+    idle last, and a new thread starts only when none is idle (up to ``max_threads``; then
+    tasks wait in turn).
+
+    ``concurrent.futures``' pool hands a task to whichever idle thread its queue wakes,
+    the one idle longest: the requests of one client then ran on two threads in turn,
+    each with a database connection of its own, and on SQLite each connection found its
+    page cache emptied by the other's last write (a pop at one client read its pages
+    from the file 42 times, not 9; docs/hot-path.md#serving-parked-calls). Nothing here
+    makes a future: the worker's own carry each request's outcome (``_serve``)."""
+
+    def __init__(self, max_threads: int) -> None:
+        self._max_threads = max_threads
+        self._lock = threading.Lock()
+        self._idle: list[_PoolThread] = []  # the last one idle on top
+        self._threads = 0
+        self._waiting: deque[Callable[[], object]] = deque()  # tasks with no thread yet
+        self._shut_down = False
+
+    def submit(self, fn: Callable[..., object], *args: Any) -> None:
+        task = functools.partial(fn, *args)
+        with self._lock:
+            if self._shut_down:
+                raise RuntimeError("the worker's thread pool is shut down")
+            if self._idle:
+                self._idle.pop().hand(task)
+                return
+            if self._threads >= self._max_threads:
+                self._waiting.append(task)
+                return
+            self._threads += 1
+        # Daemon threads: gthread's stop has waited for the requests in flight (up to
+        # the graceful timeout) before the process exits, and an idle thread must not
+        # hold the exit up however the worker ends.
+        threading.Thread(target=self._run, args=(task,), name="worker-pool", daemon=True).start()
+
+    def shutdown(self, wait: bool = True) -> None:
+        """End every idle thread now, and each busy one once its task is done and no task
+        is waiting (``wait`` is gthread's argument; this never waits)."""
+        with self._lock:
+            self._shut_down = True
+            idle, self._idle = self._idle, []
+        for thread in idle:
+            thread.hand(None)
+
+    def _run(self, task: Callable[[], object] | None) -> None:
+        me = _PoolThread()
+        while task is not None:
+            try:
+                task()
+            except BaseException:  # a task's own errors are its future's; this is a bug
+                logger.exception("a task of the worker's thread pool failed")
+            task = self._next(me)
+
+    def _next(self, me: _PoolThread) -> Callable[[], object] | None:
+        """The task this thread runs next, waiting idle for one if none is queued; None
+        once the pool has shut down."""
+        with self._lock:
+            if self._waiting:
+                return self._waiting.popleft()
+            if self._shut_down:
+                self._threads -= 1
+                return None
+            self._idle.append(me)
+        return me.task_wait()
+
+
+class _PoolThread:
+    """An idle thread of ``_ThreadPool``, which a task is handed to."""
+
+    def __init__(self) -> None:
+        self._given = threading.Lock()  # held while there is nothing to run
+        self._given.acquire()
+        self._task: Callable[[], object] | None = None
+
+    def hand(self, task: Callable[[], object] | None) -> None:
+        """Give the thread ``task`` (None: end)."""
+        self._task = task
+        self._given.release()
+
+    def task_wait(self) -> Callable[[], object] | None:
+        self._given.acquire()
+        return self._task
 
 
 #: Threads of a worker's pool, beyond its slots, that keep their database connection
