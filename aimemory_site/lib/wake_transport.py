@@ -9,7 +9,8 @@ publications.
 - **PostgreSQL** (any number of hosts on one database): ``LISTEN``/``NOTIFY`` on
   ``NOTIFY_CHANNEL``, on one connection of the process's own, served by a daemon thread.
   A publication is one ``pg_notify`` statement on that connection, sent by the publishing
-  thread after its write committed; once a call has parked in the process, the thread
+  thread after its write committed, whose answer is read before the next statement;
+  once a call has parked in the process, the thread
   also ``LISTEN``s and hands each notification (one topic) to ``wakeups.wake_deliver``.
   Not in the write's own statement: a NOTIFY holds a lock of the whole server until its
   transaction's commit is flushed, so every sending transaction would commit one after
@@ -68,8 +69,10 @@ RECONNECT_MAX_SECONDS = 5.0
 CONNECT_SECONDS = 3.0
 #: The longest a statement of the transport waits for the server's answer.
 STATEMENT_SECONDS = 1.0
-#: An idle listener asks the server this often whether the connection still works.
-HEARTBEAT_SECONDS = 10.0
+#: An idle transport asks the server this often whether the connection still works,
+#: reading with it the answer of the last publication if still due: a publication sent
+#: into a connection that broke just then goes out again this late at the latest.
+HEARTBEAT_SECONDS = 2.0
 #: The kernel's bound on a socket path (sun_path), with a margin.
 _SOCKET_PATH_MAX = 100
 
@@ -98,6 +101,9 @@ class _PostgresTransport:
         self._conn: Any = None  # set by the thread while the connection works
         self._pid: int | None = None
         self._pending: set[str] = set()
+        # The topics of the publication sent last whose answer has not been read (held
+        # with the connection's lock): queued again if it turns out to have failed.
+        self._unanswered: frozenset[str] = frozenset()
         self._poke_read = self._poke_write = -1
         self._listen_wanted = False
         self._listening = threading.Event()  # a LISTEN is in place now
@@ -107,19 +113,28 @@ class _PostgresTransport:
         self.connects = 0  # how many connections the thread has made
 
     def send(self, topics: frozenset[str]) -> None:
-        """NOTIFY ``topics`` now, or queue them for the thread if the connection is down."""
+        """NOTIFY ``topics`` now, or queue them for the thread if the connection is down.
+
+        The statement is sent, not waited for: its answer is read before the
+        connection's next statement, and if it failed, its topics are queued again for
+        the reconnected thread. Waiting for it cost every send and pop a round trip."""
         with self._lock:
             self._started()
         with self._conn_lock:
             conn = self._conn
             if conn is not None:
                 try:
-                    _run_on(conn, *_notify_statement(topics))
+                    _answer_read(conn)  # the previous publication's, long arrived
+                    self._unanswered = frozenset()
                     _deliver_queued(conn)
+                    _send_on(conn, *_notify_statement(topics))
+                    self._unanswered = topics
                     return
                 except Exception:
                     logger.info("a wake-up could not be sent; reconnecting", exc_info=True)
                     self._conn = None  # the thread, poked below, connects again
+                    topics |= self._unanswered
+                    self._unanswered = frozenset()
         with self._lock:
             if len(self._pending) < MAX_QUEUED_TOPICS:
                 self._pending |= topics
@@ -204,6 +219,9 @@ class _PostgresTransport:
             with self._conn_lock:
                 self._conn = None
                 conn.finish()
+                lost, self._unanswered = self._unanswered, frozenset()
+            with self._lock:
+                self._pending |= lost
 
     def _serve_connected(self, conn: Any) -> None:
         from psycopg import OperationalError
@@ -219,7 +237,7 @@ class _PostgresTransport:
                 if self._conn is not conn:
                     raise OperationalError("a publication found the connection broken")
                 if self._listen_wanted and not listening:
-                    _run_on(conn, f"LISTEN {NOTIFY_CHANNEL}".encode())
+                    self._statement_run(conn, f"LISTEN {NOTIFY_CHANNEL}".encode())
                     listening = True
                     poller.register(conn.socket, select.POLLIN)
                     self._ever_listened = True
@@ -229,22 +247,35 @@ class _PostgresTransport:
                     wakeups.wake_all()
                 topics = self._taken()
                 if topics:
-                    _run_on(conn, *_notify_statement(topics))
-                _deliver_received(conn)
+                    self._statement_run(conn, *_notify_statement(topics))
+                self._received_deliver(conn)
             ready = {fd for fd, _ in poller.poll(HEARTBEAT_SECONDS * 1000)}
             if self._poke_read in ready:
                 with contextlib.suppress(BlockingIOError):
                     os.read(self._poke_read, 4096)
             if not ready:
                 with self._conn_lock:
-                    _run_on(conn, b"SELECT 1")  # a connection that broke quietly raises
+                    # A connection that broke quietly raises.
+                    self._statement_run(conn, b"SELECT 1")
 
+    def _statement_run(self, conn: Any, sql: bytes, params: list[bytes] | None = None) -> None:
+        """``_run_on``, which reads the last publication's answer too. Called with the
+        connection's lock held."""
+        _run_on(conn, sql, params)
+        self._unanswered = frozenset()
 
-def _deliver_received(conn: Any) -> None:
-    """Hand the notifications that ``conn`` has received to this process's parked calls.
-    Called with the connection's lock held."""
-    conn.consume_input()  # raises once the connection is gone
-    _deliver_queued(conn)
+    def _received_deliver(self, conn: Any) -> None:
+        """Hand the notifications that ``conn`` has received to this process's parked
+        calls, reading first the answer of a publication if it has arrived: libpq reads
+        no notification that comes after an answer until the answer is taken. Called
+        with the connection's lock held."""
+        from psycopg import pq
+
+        conn.consume_input()  # raises once the connection is gone
+        if conn.transaction_status == pq.TransactionStatus.ACTIVE and not conn.is_busy():
+            _answer_read(conn)
+            self._unanswered = frozenset()
+        _deliver_queued(conn)
 
 
 def _deliver_queued(conn: Any) -> None:
@@ -292,19 +323,40 @@ def _notify_statement(topics: AbstractSet[str]) -> tuple[bytes, list[bytes]]:
 
 
 def _run_on(conn: Any, sql: bytes, params: list[bytes] | None = None) -> None:
-    """Run one statement on a libpq connection; raise OperationalError if it failed or
-    the server sent nothing back within ``STATEMENT_SECONDS`` (a publisher must not hang
-    on a stalled database: its write has committed and its answer is due)."""
-    from psycopg import OperationalError, pq
+    """Run one statement on a libpq connection and read its answer (and first the one
+    still due from a statement sent before, ``_send_on``); raise OperationalError if
+    either failed or the server sent nothing back within ``STATEMENT_SECONDS``."""
+    _answer_read(conn)
+    _send_on(conn, sql, params)
+    _answer_read(conn)
 
+
+def _send_on(conn: Any, sql: bytes, params: list[bytes] | None = None) -> None:
+    """Send one statement on a libpq connection whose answers have all been read; its
+    answer is read by ``_answer_read``."""
     if params is None:
         conn.send_query(sql)
     else:
         conn.send_query_params(sql, params)
-    readable = select.poll()
-    readable.register(conn.socket, select.POLLIN)
-    if not readable.poll(STATEMENT_SECONDS * 1000):
-        raise OperationalError(f"the database did not answer within {STATEMENT_SECONDS} s")
+
+
+def _answer_read(conn: Any) -> None:
+    """Read the answer of the statement sent last on ``conn``, if it is still due; raise
+    OperationalError if it failed or did not come within ``STATEMENT_SECONDS`` (a
+    publisher must not hang on a stalled database: its write has committed and its
+    answer is due)."""
+    from psycopg import OperationalError, pq
+
+    if conn.transaction_status != pq.TransactionStatus.ACTIVE:
+        if conn.status == pq.ConnStatus.BAD:
+            raise OperationalError(conn.get_error_message())
+        return  # nothing is due
+    conn.consume_input()  # raises once the connection is gone
+    if conn.is_busy():
+        readable = select.poll()
+        readable.register(conn.socket, select.POLLIN)
+        if not readable.poll(STATEMENT_SECONDS * 1000):
+            raise OperationalError(f"the database did not answer within {STATEMENT_SECONDS} s")
     # The answer has begun to arrive; the rest of so short an answer is in its packet.
     failure = None
     while (result := conn.get_result()) is not None:

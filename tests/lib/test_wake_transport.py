@@ -79,6 +79,51 @@ def test_a_publication_goes_out_as_a_notify(transport: wake_transport._PostgresT
     assert received == {"message:m-1", "inbox:i-1"}
 
 
+def test_a_notify_after_a_publication_whose_answer_is_unread_still_wakes(
+    transport: wake_transport._PostgresTransport,
+) -> None:
+    """A publication's answer is read later, and libpq reads no notification that comes
+    after an answer not taken yet: the thread takes it."""
+    woken, answers = threading.Event(), list[object]()
+    thread = _park("inbox:after-an-answer", woken, answers)
+    assert transport._listening.wait(5)
+    wakeups.wake_publish(["inbox:someone-else"])  # sent; its answer is not read here
+
+    with psycopg.connect(_dsn(), autocommit=True) as other:
+        other.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, "inbox:after-an-answer"])
+
+    assert woken.wait(5)
+    thread.join(5)
+    assert answers == ["woken"]
+
+
+def test_a_publication_sent_as_its_connection_broke_is_sent_again(
+    transport: wake_transport._PostgresTransport, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A publication is sent without waiting for its answer; once the transport finds the
+    connection broken (at the next publication, or its heartbeat), every one whose answer
+    it had not read goes out again on the reconnected one."""
+    monkeypatch.setattr(wake_transport, "HEARTBEAT_SECONDS", 0.2)
+    with psycopg.connect(_dsn(), autocommit=True) as other:
+        other.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        wakeups.wake_publish(["inbox:first"])  # the transport connects and sends it
+        assert [n.payload for n in other.notifies(timeout=5, stop_after=1)] == ["inbox:first"]
+        wakeups.wake_publish(["inbox:second"])  # sent, its answer unread
+        other.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = 'ai-memory wake listener'"
+        )
+        wakeups.wake_publish(["inbox:third"])  # may be sent before the end shows
+
+        received: set[str] = set()
+        for notify in other.notifies(timeout=10):
+            received.add(notify.payload)
+            if received >= {"inbox:second", "inbox:third"}:
+                break
+    assert received >= {"inbox:second", "inbox:third"}
+    assert transport.connects == 2
+
+
 def test_after_its_connection_is_cut_it_reconnects_and_every_parked_call_looks_again(
     transport: wake_transport._PostgresTransport,
 ) -> None:
