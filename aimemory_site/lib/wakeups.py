@@ -234,8 +234,14 @@ def parking_hooks(release: Callable[[], None], reacquire: Callable[[], None]) ->
         _park_hooks.pair = None
 
 
-def _park(waiter: Waiter, timeout: float) -> bool:
-    """Park ``waiter`` for at most ``timeout`` seconds; True when it was woken."""
+def _park(waiter: Waiter, deadline: float, client_gone: Callable[[], bool] | None) -> bool:
+    """Park ``waiter`` until it is woken (True), or ``deadline`` (a ``monotonic()``
+    moment) passes, the process shuts down or ``client_gone`` says the client has gone
+    (False); the client is asked every ``CLIENT_CHECK_SECONDS``.
+
+    The asking needs no database and no slot: the call gives its slot back once for the
+    whole park (500 parked calls taking one each second to ask stood in the queue of
+    the requests that run)."""
     # A parked call holds no database connection, transaction or lock: this thread's
     # connections are closed before it parks (the look after the wake opens a new one).
     # A caller inside a transaction (only a test's, which wraps each test in one) keeps
@@ -243,14 +249,21 @@ def _park(waiter: Waiter, timeout: float) -> bool:
     if not any(connection.in_atomic_block for connection in connections.all(initialized_only=True)):
         connections.close_all()
     pair = getattr(_park_hooks, "pair", None)
-    if pair is None:
-        return waiter.wait(timeout)
-    release, reacquire = pair
-    release()
+    if pair is not None:
+        pair[0]()  # release
     try:
-        return waiter.wait(timeout)
+        while True:
+            remaining = deadline - monotonic()
+            if remaining <= 0:
+                return False
+            step = remaining if client_gone is None else min(remaining, CLIENT_CHECK_SECONDS)
+            if waiter.wait(step):
+                return not shutting_down()
+            if shutting_down() or (client_gone is not None and client_gone()):
+                return False
     finally:
-        reacquire()
+        if pair is not None:
+            pair[1]()  # reacquire
 
 
 def wait_for(
@@ -279,17 +292,12 @@ def wait_for(
     with wake_subscription(topics) as waiter:
         answer = look()
         while answer is None:
-            remaining = deadline - monotonic()
-            if remaining <= 0 or shutting_down():
+            if deadline - monotonic() <= 0 or shutting_down():
                 return None
-            step = remaining if client_gone is None else min(remaining, CLIENT_CHECK_SECONDS)
-            woken = _park(waiter, step)
-            if shutting_down():
+            # Only a publication (or its echo) sends the call back to the database.
+            if not _park(waiter, deadline, client_gone):
                 return None
             if client_gone is not None and client_gone():
                 return None
-            # A tick to ask after the client is not a wake: only a publication (or its
-            # echo) sends the call back to the database.
-            if woken:
-                answer = look()
+            answer = look()
         return answer

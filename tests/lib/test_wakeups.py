@@ -114,3 +114,38 @@ def test_wake_all_sends_every_parked_call_back_to_look() -> None:
     for thread, result in parked:
         thread.join(5)
         assert result == ["looked again"]
+
+
+def test_asking_after_the_client_takes_no_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parked call asks after its client every CLIENT_CHECK_SECONDS without taking its
+    slot back: it gives the slot back once when it parks and takes it once to look."""
+    monkeypatch.setattr(wakeups, "CLIENT_CHECK_SECONDS", 0.01)
+    turns: list[str] = []
+    asked = threading.Semaphore(0)
+
+    def client_gone() -> bool:
+        asked.release()
+        return False
+
+    looks: list[object] = []
+
+    def look() -> object | None:
+        looks.append("look")
+        return "found" if len(looks) > 1 else None
+
+    def wait() -> object | None:
+        with wakeups.parking_hooks(lambda: turns.append("release"), lambda: turns.append("take")):
+            return wakeups.wait_for(
+                look, topics=["inbox:t"], wait_seconds=20, client_gone=client_gone
+            )
+
+    result: list[object] = []
+    thread = threading.Thread(target=lambda: result.append(wait()))
+    thread.start()
+    for _ in range(5):  # the client is asked again and again while it stays parked
+        assert asked.acquire(timeout=5)
+    wakeups.wake_publish(["inbox:t"])
+    thread.join(5)
+
+    assert result == ["found"]
+    assert turns == ["release", "take"]
