@@ -286,6 +286,10 @@ def _peer_table(rows: list[str], peer: dict[str, Any]) -> str:
     )
 
 
+def _mib(kib: float | None) -> str:
+    return "not measured" if kib is None else f"{kib / 1024:,.0f} MiB"
+
+
 def _waiting_section(waiting: dict[str, Any]) -> str:
     """The waiting-and-waking part (``bench.waiting``), measured at its own time."""
     parts = [
@@ -296,7 +300,10 @@ UTC. Design `slots` is the default worker (`--threads` requests run at once; a p
 gives its turn back and waits in a thread of the pool with no database connection);
 `threads` is plain gthread with 320 threads, every call running at once. Rates are the
 median of alternating rounds with and without the parked calls (or slow clients), so
-the machine's drift falls on both alike; latencies are as sent.
+the machine's drift falls on both alike; latencies are as sent. Each load with parked
+calls starts once they have all parked (the server's processes gone quiet). Memory per
+parked call is the servers' resident memory with them parked less that before the first
+park, divided by their number; the peak is the largest `VmHWM` of one process.
 """
     ]
     for key in ("sqlite", "postgresql"):
@@ -306,7 +313,7 @@ the machine's drift falls on both alike; latencies are as sent.
         rows, targets = [], []
         for design, figures in r["designs"].items():
             if "failed" in figures:
-                rows.append(f"| {design} | failed: {figures['failed']} |" + " |" * 10)
+                rows.append(f"| {design} | failed: {figures['failed']} |" + " |" * 11)
                 continue
             p, slow = figures["parked"], figures["slow"]
             rows.append(
@@ -314,6 +321,7 @@ the machine's drift falls on both alike; latencies are as sent.
                 f"{p['send_ratio']:.2f} | {p['pop_idle']['rps']:,.0f} | "
                 f"{p['pop_parked']['rps']:,.0f} | {p['pop_ratio']:.2f} | "
                 f"{p['rss_parked_kib'] / 1024:,.0f} MiB / {p['processes']} | "
+                f"{_mib(p.get('peak_process_kib'))} | "
                 f"{p['kib_per_parked']:,.0f} | {slow['floor_p99_ratio']:.2f} | "
                 f"{slow['send_p99_ratio']:.2f} | {p['send_parked']['errors'] + p['pop_parked']['errors']} |"
             )
@@ -351,8 +359,8 @@ the machine's drift falls on both alike; latencies are as sent.
         parts.append(
             f"""### {r["database"]} (measured {r.get("measured_at", waiting["measured_at"])} UTC)
 
-| design | send/s idle | send/s parked | ratio | pop/s idle | pop/s parked | ratio | RSS parked / processes | KiB per parked call | slow: floor p99 × | slow: send p99 × | errors |
-|---|---|---|---|---|---|---|---|---|---|---|---|
+| design | send/s idle | send/s parked | ratio | pop/s idle | pop/s parked | ratio | RSS parked / processes | peak RSS of a process | KiB per parked call | slow: floor p99 × | slow: send p99 × | errors |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
 | target | measured | |

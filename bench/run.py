@@ -298,14 +298,18 @@ class Server:
         answer: dict[str, Any] = json.loads(last[0])
         return answer
 
-    def rss_kib(self) -> dict[str, int]:
-        """Resident and peak resident memory of each server process (master, workers)."""
+    def pids(self) -> list[int]:
+        """The server's processes: the master, then its workers."""
         pids = [self.proc.pid]
         children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
         if children.exists():
             pids += [int(c) for c in children.read_text().split()]
+        return pids
+
+    def rss_kib(self) -> dict[str, int]:
+        """Resident and peak resident memory of each server process (master, workers)."""
         sizes: dict[str, int] = {}
-        for pid in pids:
+        for pid in self.pids():
             status = Path(f"/proc/{pid}/status").read_text().splitlines()
             for line in status:
                 if line.startswith(("VmRSS:", "VmHWM:")):

@@ -79,9 +79,12 @@ def _send_body(project: str, body: str = "wake up") -> dict[str, Any]:
 
 class Parkers:
     """``count`` pops parked on ``bench/park-N`` from one asyncio loop in a thread of its
-    own; each parks again when its wait is up, until ``stop``."""
+    own; each parks again when its wait is up, until ``stop``. With ``server``, the
+    constructor returns once the server's processes have gone quiet: every pop parked."""
 
-    def __init__(self, base: str, count: int, prefix: str = "park") -> None:
+    def __init__(
+        self, base: str, count: int, prefix: str = "park", server: Server | None = None
+    ) -> None:
         self.base, self.count, self.prefix = base, count, prefix
         self.answers = 0
         self.errors = 0
@@ -94,6 +97,11 @@ class Parkers:
         while self.sent < count and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(1.0)  # the last requests' bytes reach the server and park
+        if server is not None:
+            # 500 pops take seconds to park (each connects to the database, looks, and
+            # lets its connection go): a load started meanwhile measured the storm, with
+            # sends' p99 at 3 s on PostgreSQL.
+            _quiet(server)
 
     def _run(self) -> None:
         self._loop.run_until_complete(self._main())
@@ -128,8 +136,42 @@ class Parkers:
         self._thread.join(timeout=30)
 
 
+#: The share of one core below which a server's processes count as quiet, and how long.
+QUIET_SHARE, QUIET_SECONDS, QUIET_WAIT_SECONDS = 0.05, 0.5, 60.0
+
+
+def _quiet(server: Server) -> None:
+    """Wait until the processes of ``server`` use less than ``QUIET_SHARE`` of a core over
+    ``QUIET_SECONDS`` (at most ``QUIET_WAIT_SECONDS``)."""
+    ticks_per_second = os.sysconf("SC_CLK_TCK")
+    before = _cpu_ticks(server)
+    deadline = time.monotonic() + QUIET_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        time.sleep(QUIET_SECONDS)
+        now = _cpu_ticks(server)
+        if now - before < QUIET_SHARE * QUIET_SECONDS * ticks_per_second:
+            return
+        before = now
+
+
+def _cpu_ticks(server: Server) -> int:
+    """User and system clock ticks used so far by the processes of ``server``."""
+    total = 0
+    for pid in server.pids():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue  # a worker restarted
+        total += int(fields[11]) + int(fields[12])
+    return total
+
+
 def _rss_total(server: Server, key: str = "VmRSS") -> int:
     return sum(v for k, v in server.rss_kib().items() if k.endswith(key))
+
+
+def _rss_largest(server: Server, key: str) -> int:
+    return max(v for k, v in server.rss_kib().items() if k.endswith(key))
 
 
 def _load(base: str, load: str, connections: int, seconds: float) -> Load:
@@ -157,10 +199,12 @@ def parked(server: Server) -> dict[str, Any]:
     }
     rss_idle: list[int] = []
     rss_parked: list[int] = []
-    peak = 0
+    # Before any call parked: the threads a park starts keep their stacks afterwards.
+    rss_before = _rss_total(server)
+    peak = peak_process = 0
     for n in range(ROUNDS):
         for mode in ("idle", "parked") if n % 2 == 0 else ("parked", "idle"):
-            parkers = Parkers(server.base, PARKED) if mode == "parked" else None
+            parkers = Parkers(server.base, PARKED, server=server) if mode == "parked" else None
             try:
                 (rss_parked if parkers else rss_idle).append(_rss_total(server))
                 for load in ("send", "pop"):
@@ -168,6 +212,7 @@ def parked(server: Server) -> dict[str, Any]:
                         server.seed("stock", STOCKED, 100)
                     runs[f"{load}_{mode}"].append(_load(server.base, load, 8, SECONDS))
                 peak = max(peak, _rss_total(server, "VmHWM"))
+                peak_process = max(peak_process, _rss_largest(server, "VmHWM"))
             finally:
                 if parkers is not None:
                     parkers.stop()
@@ -175,11 +220,13 @@ def parked(server: Server) -> dict[str, Any]:
     idle_kib, parked_kib = statistics.median(rss_idle), statistics.median(rss_parked)
     figures |= {
         "parked": PARKED,
+        "rss_before_kib": rss_before,
         "rss_idle_kib": idle_kib,
         "rss_parked_kib": parked_kib,
         "peak_kib": peak,
+        "peak_process_kib": peak_process,
         "processes": len([k for k in server.rss_kib() if k.endswith("VmRSS")]),
-        "kib_per_parked": (parked_kib - idle_kib) / PARKED,
+        "kib_per_parked": (parked_kib - rss_before) / PARKED,
         "send_ratio": figures["send_parked"]["rps"] / figures["send_idle"]["rps"],
         "pop_ratio": figures["pop_parked"]["rps"] / figures["pop_idle"]["rps"],
     }
