@@ -475,12 +475,16 @@ class _ThreadPool:
 
     def _run(self, task: Callable[[], object] | None) -> None:
         me = _PoolThread()
-        while task is not None:
-            try:
-                task()
-            except BaseException:  # a task's own errors are its future's; this is a bug
-                logger.exception("a task of the worker's thread pool failed")
-            task = self._next(me)
+        try:
+            while task is not None:
+                try:
+                    task()
+                except BaseException:  # a task's own errors are its future's: a bug
+                    logger.exception("a task of the worker's thread pool failed")
+                task = self._next(me)
+        finally:
+            with self._lock:
+                self._threads -= 1
 
     def _next(self, me: _PoolThread) -> Callable[[], object] | None:
         """The task this thread runs next, waiting idle for one if none is queued; None
@@ -489,7 +493,6 @@ class _ThreadPool:
             if self._waiting:
                 return self._waiting.popleft()
             if self._shut_down:
-                self._threads -= 1
                 return None
             self._idle.append(me)
         return me.task_wait()

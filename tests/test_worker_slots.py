@@ -1,6 +1,7 @@
 """How the worker of ``ai-memory serve`` shares its ``--threads`` slots
 (``aimemory_site.gunicorn_worker``): which requests count as arrived whole, so the poller
-queues them for a slot rather than start a thread, and in what order a freed slot goes.
+queues them for a slot rather than start a thread, in what order a freed slot goes, and
+which thread of the pool runs the next request.
 
 The served behaviour (parked calls, trickling clients, many clients at once) is tested
 against spawned servers in tests/test_wait_serving.py and tests/test_slow_clients.py.
@@ -21,6 +22,7 @@ import pytest
 from aimemory_site.gunicorn_worker import (
     ARRIVED_WHOLE_PEEK_BYTES,
     _Slots,
+    _ThreadPool,
     request_arrived_whole,
 )
 
@@ -171,3 +173,80 @@ def test_a_thread_waiting_for_a_slot_goes_before_queued_requests(
     assert got_slot.is_set() and dispatched == []
     slots.release()
     assert dispatched == ["queued"]
+
+
+def _ran_on(pool: _ThreadPool, count: int) -> list[int]:
+    """The threads (idents) that ran ``count`` tasks submitted one after another, each
+    once the one before had finished and its thread was idle again."""
+    threads: list[int] = []
+
+    def task(done: threading.Event) -> None:
+        threads.append(threading.get_ident())
+        done.set()
+
+    for _ in range(count):
+        done = threading.Event()
+        pool.submit(task, done)
+        assert done.wait(5)
+        deadline = time.monotonic() + 5
+        while len(pool._idle) != pool._threads and time.monotonic() < deadline:
+            time.sleep(0.001)  # the thread is on its way back to idle
+    return threads
+
+
+def test_the_thread_idle_last_takes_the_next_task() -> None:
+    """One client's requests, one after another, run on one thread (one database
+    connection, whose page cache stays warm), however many threads the pool has."""
+    pool = _ThreadPool(8)
+    release, running = threading.Event(), threading.Semaphore(0)
+
+    def busy() -> None:
+        running.release()
+        release.wait(5)
+
+    for _ in range(3):  # three threads, busy at once, then idle
+        pool.submit(busy)
+    for _ in range(3):
+        assert running.acquire(timeout=5)
+    release.set()
+    deadline = time.monotonic() + 5
+    while len(pool._idle) < 3 and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+    ran_on = _ran_on(pool, 20)
+
+    assert pool._threads == 3
+    assert len(set(ran_on)) == 1
+    pool.shutdown()
+
+
+def test_tasks_beyond_the_threads_wait_their_turn() -> None:
+    pool = _ThreadPool(1)
+    release = threading.Event()
+    order: list[int] = []
+    pool.submit(release.wait, 5)
+    for n in range(3):
+        pool.submit(order.append, n)
+    assert pool._threads == 1 and order == []
+
+    release.set()
+    deadline = time.monotonic() + 5
+    while len(order) < 3 and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+    assert order == [0, 1, 2]
+    pool.shutdown()
+
+
+def test_a_shut_down_pool_ends_its_idle_threads_and_takes_no_task() -> None:
+    pool = _ThreadPool(4)
+    _ran_on(pool, 1)
+    assert pool._threads == 1
+
+    pool.shutdown()
+
+    deadline = time.monotonic() + 5
+    while pool._threads and time.monotonic() < deadline:
+        time.sleep(0.001)
+    with pytest.raises(RuntimeError):
+        pool.submit(print)
