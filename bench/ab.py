@@ -5,7 +5,9 @@ This machine's speed drifts by a third within minutes, so two figures taken a fe
 apart compare the machine, not the code. Here both revisions serve at once (each from a
 worktree of its own, started as ``ai-memory serve`` starts), and short wrk runs alternate
 between them, A then B, then B then A; the medians of each and the per-pair ratios are
-printed. ``AB_ROUNDS`` (6), ``AB_SECONDS`` (3) and ``AB_CLIENTS`` (8) set the loads.
+printed, and the CPU time the server's processes used per request, which drifts less
+than the rates (the servers' idle work counts too). ``AB_ROUNDS`` (6), ``AB_SECONDS`` (3)
+and ``AB_CLIENTS`` (8) set the loads.
 Not part of ``make bench``: it answers "did this change help", not "how fast is it".
 """
 
@@ -26,6 +28,7 @@ ROUNDS = int(os.environ.get("AB_ROUNDS", "6"))
 SECONDS = float(os.environ.get("AB_SECONDS", "3"))
 CLIENTS = int(os.environ.get("AB_CLIENTS", "8"))
 DATABASE = os.environ.get("AB_DATABASE", "sqlite")
+TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 LOADS = {
     "floor": ("get.lua", {"BENCH_PATH": "/healthz"}),
     "send": ("send.lua", {"BENCH_SINKS": str(SINKS)}),
@@ -70,13 +73,17 @@ def main() -> None:
         ]
         rates: dict[str, list[list[float]]] = {load: [[], []] for load in LOADS}
         p99s: dict[str, list[list[float]]] = {load: [[], []] for load in LOADS}
+        cpu_us: dict[str, list[list[float]]] = {load: [[], []] for load in LOADS}
         for n in range(ROUNDS):
             order = (0, 1) if n % 2 == 0 else (1, 0)
             for load, (script, env) in LOADS.items():
                 for i in order:
                     if load == "pop":
                         servers[i].seed("stock", STOCKED, 100)
+                    ticks = servers[i].cpu_ticks()
                     run = wrk(servers[i].base, script, CLIENTS, SECONDS, **env)
+                    used = (servers[i].cpu_ticks() - ticks) / TICKS_PER_SECOND
+                    cpu_us[load][i].append(used / max(1, run.requests) * 1e6)
                     rates[load][i].append(run.rps)
                     p99s[load][i].append(run.sent_p99_ms)
         print(
@@ -90,7 +97,9 @@ def main() -> None:
                 f"{load}: A {median_a:.0f} req/s, B {median_b:.0f} req/s, "
                 f"B/A {median_b / median_a:.2f} (pairs: {pairs}); p99 as sent "
                 f"A {statistics.median(p99s[load][0]):.1f} ms, "
-                f"B {statistics.median(p99s[load][1]):.1f} ms"
+                f"B {statistics.median(p99s[load][1]):.1f} ms; server CPU per request "
+                f"A {statistics.median(cpu_us[load][0]):.0f} µs, "
+                f"B {statistics.median(cpu_us[load][1]):.0f} µs"
             )
     finally:
         for server in servers:

@@ -306,6 +306,18 @@ class Server:
             pids += [int(c) for c in children.read_text().split()]
         return pids
 
+    def cpu_ticks(self) -> int:
+        """User and system clock ticks (``SC_CLK_TCK`` a second) used so far by the
+        server's processes."""
+        total = 0
+        for pid in self.pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except FileNotFoundError:
+                continue  # a worker restarted
+            total += int(fields[11]) + int(fields[12])
+        return total
+
     def rss_kib(self) -> dict[str, int]:
         """Resident and peak resident memory of each server process (master, workers)."""
         sizes: dict[str, int] = {}

@@ -144,26 +144,14 @@ def _quiet(server: Server) -> None:
     """Wait until the processes of ``server`` use less than ``QUIET_SHARE`` of a core over
     ``QUIET_SECONDS`` (at most ``QUIET_WAIT_SECONDS``)."""
     ticks_per_second = os.sysconf("SC_CLK_TCK")
-    before = _cpu_ticks(server)
+    before = server.cpu_ticks()
     deadline = time.monotonic() + QUIET_WAIT_SECONDS
     while time.monotonic() < deadline:
         time.sleep(QUIET_SECONDS)
-        now = _cpu_ticks(server)
+        now = server.cpu_ticks()
         if now - before < QUIET_SHARE * QUIET_SECONDS * ticks_per_second:
             return
         before = now
-
-
-def _cpu_ticks(server: Server) -> int:
-    """User and system clock ticks used so far by the processes of ``server``."""
-    total = 0
-    for pid in server.pids():
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
-            continue  # a worker restarted
-        total += int(fields[11]) + int(fields[12])
-    return total
 
 
 def _rss_total(server: Server, key: str = "VmRSS") -> int:
