@@ -129,7 +129,7 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
         super().init_process()
 
     def get_thread_pool(self) -> _ThreadPool:
-        return _ThreadPool(self.cfg.threads + PARKING_THREADS)
+        return _ThreadPool(self.cfg.threads + PARKING_THREADS, warm=_holds_a_connection)
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
@@ -428,21 +428,29 @@ class _Slots:
 
 
 class _ThreadPool:
-    """The worker's threads, for gthread's ``tpool``: a task goes to the thread that became
-    idle last, and a new thread starts only when none is idle (up to ``max_threads``; then
-    tasks wait in turn).
+    """The worker's threads, for gthread's ``tpool``: a task goes to the warm thread that
+    became idle last, and a new thread starts only when none is idle (up to
+    ``max_threads``; then tasks wait in turn). A thread is warm when ``warm()``, asked
+    as it goes idle, says so (the worker: it keeps a database connection); a cold one
+    goes below every warm one.
 
     ``concurrent.futures``' pool hands a task to whichever idle thread its queue wakes,
     the one idle longest: the requests of one client then ran on two threads in turn,
     each with a database connection of its own, and on SQLite each connection found its
     page cache emptied by the other's last write (a pop at one client read its pages
     from the file 42 times, not 9; docs/hot-path.md#serving-parked-calls). Nothing here
-    makes a future: the worker's own carry each request's outcome (``_serve``)."""
+    makes a future: the worker's own carry each request's outcome (``_serve``).
 
-    def __init__(self, max_threads: int) -> None:
+    After 500 parked calls had answered, the threads idle last were theirs, which had
+    let their connections go, and the threads that keep one were below them: each send
+    then connected to the database and closed again, and sends ran at 0.6 of their rate
+    until the server restarted. Cold threads now go to the bottom."""
+
+    def __init__(self, max_threads: int, warm: Callable[[], bool] = lambda: True) -> None:
         self._max_threads = max_threads
+        self._warm = warm
         self._lock = threading.Lock()
-        self._idle: list[_PoolThread] = []  # the last one idle on top
+        self._idle: deque[_PoolThread] = deque()  # the warm one idle last on the right
         self._threads = 0
         self._waiting: deque[Callable[[], object]] = deque()  # tasks with no thread yet
         self._shut_down = False
@@ -469,7 +477,7 @@ class _ThreadPool:
         is waiting (``wait`` is gthread's argument; this never waits)."""
         with self._lock:
             self._shut_down = True
-            idle, self._idle = self._idle, []
+            idle, self._idle = list(self._idle), deque()
         for thread in idle:
             thread.hand(None)
 
@@ -489,12 +497,16 @@ class _ThreadPool:
     def _next(self, me: _PoolThread) -> Callable[[], object] | None:
         """The task this thread runs next, waiting idle for one if none is queued; None
         once the pool has shut down."""
+        warm = self._warm()
         with self._lock:
             if self._waiting:
                 return self._waiting.popleft()
             if self._shut_down:
                 return None
-            self._idle.append(me)
+            if warm:
+                self._idle.append(me)
+            else:
+                self._idle.appendleft(me)
         return me.task_wait()
 
 
@@ -701,6 +713,11 @@ def offering_close(application: WsgiApp) -> WsgiApp:
     return wsgi
 
 
+def _holds_a_connection() -> bool:
+    """Whether this thread keeps an open database connection."""
+    return any(c.connection is not None for c in connections.all(initialized_only=True))
+
+
 def _connections_kept_or_closed(holders: set[int], lock: threading.Lock, keep: int) -> None:
     """After a request: let this thread keep its database connections (persistent, as
     ``CONN_MAX_AGE`` asks) if it is one of the ``keep`` threads that do, else close them.
@@ -713,7 +730,7 @@ def _connections_kept_or_closed(holders: set[int], lock: threading.Lock, keep: i
     with lock:
         if ident in holders:
             return
-        if not any(c.connection is not None for c in connections.all(initialized_only=True)):
+        if not _holds_a_connection():
             return
         if len(holders) < keep:
             holders.add(ident)

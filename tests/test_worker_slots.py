@@ -250,3 +250,34 @@ def test_a_shut_down_pool_ends_its_idle_threads_and_takes_no_task() -> None:
         time.sleep(0.001)
     with pytest.raises(RuntimeError):
         pool.submit(print)
+
+
+def test_a_thread_gone_idle_cold_goes_below_the_warm_ones() -> None:
+    """A parked call's thread let its database connection go: the next request goes to
+    a thread that kept one, even if that one went idle earlier."""
+    warm_threads: set[int] = set()
+    pool = _ThreadPool(4, warm=lambda: threading.get_ident() in warm_threads)
+    release_warm, release_cold = threading.Event(), threading.Event()
+    idents: dict[str, int] = {}
+    running = threading.Semaphore(0)
+
+    def hold(name: str, until: threading.Event, warm: bool) -> None:
+        idents[name] = threading.get_ident()
+        if warm:
+            warm_threads.add(threading.get_ident())
+        running.release()
+        until.wait(5)
+
+    pool.submit(hold, "warm", release_warm, True)
+    pool.submit(hold, "cold", release_cold, False)
+    assert running.acquire(timeout=5) and running.acquire(timeout=5)
+    release_warm.set()
+    deadline = time.monotonic() + 5
+    while len(pool._idle) < 1 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    release_cold.set()  # idle last, but cold
+    while len(pool._idle) < 2 and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+    assert _ran_on(pool, 1) == [idents["warm"]]
+    pool.shutdown()
