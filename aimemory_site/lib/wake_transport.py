@@ -20,7 +20,8 @@ publications.
   and sends every parked call back to look, since what others published meanwhile is
   lost.
 - **SQLite** (one host, one data dir): a Unix datagram socket per listening process in
-  ``<data dir>/wake/``, named by its pid. A publisher sends one datagram (the topics, as
+  ``<data dir>/wake/``, named by its pid while a call of the process waits (bound under
+  a hidden name, and linked under that one only then). A publisher sends one datagram (the topics, as
   JSON) to every other socket there: one directory listing and a ``sendto`` each, no
   database involved, delivered in well under a millisecond. A socket whose process has
   died refuses the datagram and is removed by the publisher that found it.
@@ -84,7 +85,7 @@ def transport_install() -> None:
         transport = _PostgresTransport()
     else:
         transport = _SocketTransport(wake_dir(Path(settings.DATA_DIR)))
-    wakeups.transport_set(transport.send, listen=transport.listen)
+    wakeups.transport_set(transport.send, listen=transport.listen, unlisten=transport.unlisten)
 
 
 class _PostgresTransport:
@@ -148,6 +149,10 @@ class _PostgresTransport:
             self._poke()
         if not self._ever_listened:
             self._listening.wait(LISTEN_READY_SECONDS)
+
+    def unlisten(self) -> None:
+        """The end of a ``listen``. The connection keeps its ``LISTEN`` (see
+        docs/hot-path.md#serving-parked-calls, Open)."""
 
     def stop(self) -> None:
         """End the thread and close its connection (tests; a server's process just exits)."""
@@ -409,11 +414,17 @@ class _SocketTransport:
         payload = json.dumps(sorted(topics)).encode()
         sender = self._sender_socket()
         for entry in entries:
-            if entry.name == self._own_name or not entry.name.endswith(".sock"):
+            if (
+                entry.name == self._own_name
+                or entry.name.startswith(".")  # bound, but no call waits there
+                or not entry.name.endswith(".sock")
+            ):
                 continue
             try:
                 sender.sendto(payload, entry.path)
-            except (ConnectionRefusedError, FileNotFoundError):
+            except FileNotFoundError:
+                pass  # its last waiting call has just left
+            except ConnectionRefusedError:
                 with contextlib.suppress(OSError):  # its process is gone
                     Path(entry.path).unlink()
             except BlockingIOError:
@@ -432,22 +443,63 @@ class _SocketTransport:
     _pid_of_sender = 0
 
     def listen(self) -> None:
+        """Receive the publications sent from now on, until as many ``unlisten`` calls:
+        the socket is bound once, under a hidden name, and linked under the name
+        publishers look for while a call of this process waits."""
         with self._lock:
-            if self._pid == os.getpid():
+            if self._pid != os.getpid():
+                self._bind()
+            self._waiting += 1
+            if self._waiting == 1:
+                # Linked before the first look: from here on datagrams queue for the thread.
+                os.link(self.directory / f".{self._own_name}", self.directory / self._own_name)
+
+    def unlisten(self) -> None:
+        """The end of a ``listen``: once no call waits here, publishers send here no
+        more (every publication had woken every process that ever waited, and its
+        receiver thread, for nothing)."""
+        with self._lock:
+            if self._pid != os.getpid() or not self._waiting:
                 return
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            name = f"{os.getpid()}.sock"
-            path = self.directory / name
+            self._waiting -= 1
+            if not self._waiting:
+                with contextlib.suppress(FileNotFoundError):
+                    (self.directory / self._own_name).unlink()
+
+    _waiting = 0  # calls of this process between ``listen`` and ``unlisten``
+
+    def _bind(self) -> None:
+        """Bind this process's socket, under its hidden name, and start its receiver.
+        Called with the lock held."""
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        name = f"{os.getpid()}.sock"
+        for stale in (self.directory / name, self.directory / f".{name}"):
             with contextlib.suppress(FileNotFoundError):
-                path.unlink()  # a dead process of the same pid
-            receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-            receiver.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-            # Bound before the first look: from here on datagrams queue for the thread.
-            receiver.bind(str(path))
-            self._pid, self._own_name = os.getpid(), name
+                stale.unlink()  # a dead process of the same pid
+        _dead_sockets_remove(self.directory)
+        receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        receiver.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        receiver.bind(str(self.directory / f".{name}"))
+        self._pid, self._own_name, self._waiting = os.getpid(), name, 0
         threading.Thread(
             target=_receive, args=(receiver,), name="wake-receiver", daemon=True
         ).start()
+
+
+def _dead_sockets_remove(directory: Path) -> None:
+    """Remove the hidden sockets of processes that have ended (publishers remove the
+    visible ones they find refused)."""
+    for entry in os.scandir(directory):
+        pid = entry.name.removeprefix(".").removesuffix(".sock")
+        if not entry.name.startswith(".") or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(FileNotFoundError):
+                Path(entry.path).unlink()
+        except PermissionError:
+            pass  # another user's live process
 
 
 def _receive(receiver: socket.socket) -> None:

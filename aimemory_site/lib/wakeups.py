@@ -143,22 +143,26 @@ class _Registry:
 _registry = _Registry()
 _transport: Callable[[frozenset[str]], None] | None = None
 _listen: Callable[[], None] | None = None
+_unlisten: Callable[[], None] | None = None
 
 
 def transport_set(
     send: Callable[[frozenset[str]], None] | None,
     *,
     listen: Callable[[], None] | None = None,
+    unlisten: Callable[[], None] | None = None,
 ) -> None:
     """Install the function that carries a publication to the other processes and hosts;
     it must not block for long and must not raise. Without one, wakes stay in-process.
 
     ``listen``, when given, is called before every subscription's first look and returns
     once the transport delivers this process the publications committed from then on (it
-    starts the process's receiver on first use; later calls cost next to nothing)."""
-    global _transport, _listen
+    starts the process's receiver on first use; later calls cost next to nothing), and
+    ``unlisten`` after that subscription has ended."""
+    global _transport, _listen, _unlisten
     _transport = send
     _listen = listen
+    _unlisten = unlisten
 
 
 def wake_publish(topics: Iterable[str]) -> None:
@@ -209,12 +213,17 @@ def wake_subscription(topics: Iterable[str]) -> Iterator[Waiter]:
     listen = _listen
     if listen is not None:
         listen()
-    waiter = Waiter(frozenset(topics))
-    _registry.add(waiter)
+    unlisten = _unlisten if listen is not None else None
     try:
-        yield waiter
+        waiter = Waiter(frozenset(topics))
+        _registry.add(waiter)
+        try:
+            yield waiter
+        finally:
+            _registry.remove(waiter)
     finally:
-        _registry.remove(waiter)
+        if unlisten is not None:
+            unlisten()
 
 
 # The worker's hook around a park (aimemory_site.gunicorn_worker): a parked call gives

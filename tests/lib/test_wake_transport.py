@@ -3,6 +3,9 @@ its connection is cut. Across processes and hosts: tests/test_wait_serving.py.""
 
 from __future__ import annotations
 
+import json
+import os
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +29,7 @@ def transport(monkeypatch: pytest.MonkeyPatch) -> Iterator[wake_transport._Postg
     installed = wake_transport._PostgresTransport()
     monkeypatch.setattr(wakeups, "_transport", installed.send)
     monkeypatch.setattr(wakeups, "_listen", installed.listen)
+    monkeypatch.setattr(wakeups, "_unlisten", installed.unlisten)
     yield installed
     installed.stop()
 
@@ -150,3 +154,30 @@ def test_the_wake_dir_is_in_the_data_dir_unless_its_path_is_too_long(tmp_path: P
     deep = tmp_path / ("d" * 120)
     assert wake_dir(deep).name.startswith("ai-memory-wake-")
     assert wake_dir(deep) == wake_dir(deep)
+
+
+def test_the_socket_transport_is_found_by_publishers_only_while_a_call_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's transport: a process's socket is bound once, and named where publishers
+    look only between the first ``listen`` and the last ``unlisten``; what is sent to it
+    meanwhile wakes the calls parked here."""
+    monkeypatch.setattr(wakeups, "_registry", wakeups._Registry())
+    transport = wake_transport._SocketTransport(tmp_path / "wake")
+    visible = tmp_path / "wake" / f"{os.getpid()}.sock"
+
+    transport.listen()
+    transport.listen()
+    assert visible.exists()
+    transport.unlisten()
+    assert visible.exists()  # one call still waits
+
+    with wakeups.wake_subscription(["inbox:by-datagram"]) as waiter:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as publisher:
+            publisher.sendto(json.dumps(["inbox:by-datagram"]).encode(), str(visible))
+        assert waiter.wait(5)
+
+    transport.unlisten()
+    assert not visible.exists()
+    assert (tmp_path / "wake" / f".{os.getpid()}.sock").exists()  # still bound
+    transport.send(frozenset({"inbox:unheard"}))  # finds no one, and raises nothing

@@ -14,6 +14,7 @@ def _fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(wakeups, "_registry", wakeups._Registry())
     monkeypatch.setattr(wakeups, "_transport", None)
     monkeypatch.setattr(wakeups, "_listen", None)
+    monkeypatch.setattr(wakeups, "_unlisten", None)
 
 
 def _park_in_thread(
