@@ -169,9 +169,11 @@ def parks(monkeypatch: pytest.MonkeyPatch) -> Parks:
     seen = Parks()
     park = wakeups._park
 
-    def counted(waiter: wakeups.Waiter, timeout: float) -> bool:
+    def counted(
+        waiter: wakeups.Waiter, deadline: float, client_gone: Callable[[], bool] | None
+    ) -> bool:
         seen.entered()
-        return park(waiter, timeout)
+        return park(waiter, deadline, client_gone)
 
     monkeypatch.setattr(wakeups, "_park", counted)
     return seen
