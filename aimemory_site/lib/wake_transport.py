@@ -144,6 +144,7 @@ class _PostgresTransport:
     def listen(self) -> None:
         with self._lock:
             self._started()
+            self._waiting += 1
             poke, self._listen_wanted = not self._listen_wanted, True
         if poke:
             self._poke()
@@ -151,8 +152,21 @@ class _PostgresTransport:
             self._listening.wait(LISTEN_READY_SECONDS)
 
     def unlisten(self) -> None:
-        """The end of a ``listen``. The connection keeps its ``LISTEN`` (see
-        docs/hot-path.md#serving-parked-calls, Open)."""
+        """The end of a ``listen``: once no call waits here, the thread ``UNLISTEN``s
+        (every publication had reached every process that ever waited, for nothing).
+        A later ``listen`` has it ``LISTEN`` again, and every call then parked looks
+        again, as after a reconnect."""
+        with self._lock:
+            if self._pid != os.getpid() or not self._waiting:
+                return
+            self._waiting -= 1
+            poke = not self._waiting
+            if poke:
+                self._listen_wanted = False
+        if poke:
+            self._poke()
+
+    _waiting = 0  # calls of this process between ``listen`` and ``unlisten``
 
     def stop(self) -> None:
         """End the thread and close its connection (tests; a server's process just exits)."""
@@ -175,6 +189,7 @@ class _PostgresTransport:
         os.set_blocking(self._poke_read, False)
         os.set_blocking(self._poke_write, False)
         self._listen_wanted = self._ever_listened = False
+        self._waiting = 0
         self._listening.clear()
         self._thread = threading.Thread(target=self._run, name="wake-transport", daemon=True)
         self._thread.start()
@@ -241,6 +256,11 @@ class _PostgresTransport:
             with self._conn_lock:
                 if self._conn is not conn:
                     raise OperationalError("a publication found the connection broken")
+                if listening and not self._listen_wanted:
+                    self._statement_run(conn, f"UNLISTEN {NOTIFY_CHANNEL}".encode())
+                    listening = False
+                    poller.unregister(conn.socket)
+                    self._listening.clear()
                 if self._listen_wanted and not listening:
                     self._statement_run(conn, f"LISTEN {NOTIFY_CHANNEL}".encode())
                     listening = True

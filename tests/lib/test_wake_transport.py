@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,6 +127,35 @@ def test_a_publication_sent_as_its_connection_broke_is_sent_again(
                 break
     assert received >= {"inbox:second", "inbox:third"}
     assert transport.connects == 2
+
+
+def test_with_no_call_waiting_it_unlistens_and_listens_again_for_the_next(
+    transport: wake_transport._PostgresTransport,
+) -> None:
+    woken, answers = threading.Event(), list[object]()
+    thread = _park("inbox:first-wait", woken, answers)
+    assert transport._listening.wait(5)
+    _notify("inbox:first-wait")
+    thread.join(5)
+    assert answers == ["woken"]
+
+    deadline = time.monotonic() + 5
+    while transport._listening.is_set() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the thread UNLISTENs once the last call has left
+    assert not transport._listening.is_set()
+
+    woken, answers = threading.Event(), list[object]()
+    thread = _park("inbox:second-wait", woken, answers)
+    assert transport._listening.wait(5)
+    _notify("inbox:second-wait")
+    assert woken.wait(5)
+    thread.join(5)
+    assert answers == ["woken"]
+
+
+def _notify(topic: str) -> None:
+    with psycopg.connect(_dsn(), autocommit=True) as other:
+        other.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, topic])
 
 
 def test_after_its_connection_is_cut_it_reconnects_and_every_parked_call_looks_again(
