@@ -2,16 +2,16 @@
 (docs/reference.md#waiting-and-waking): the transport ``lib.wakeups`` hands it to.
 
 ``transport_install`` picks one for the default database, once per serving process (the
-gunicorn worker installs it after the fork). Each starts receiving lazily, when the
-process's first call parks, so a process that never waits pays nothing but its
-publications.
+gunicorn worker installs it after the fork). Each receives only while a call of the
+process waits, so a process with none pays nothing but its publications (once one that
+had waited kept receiving, every publication cost every process).
 
 - **PostgreSQL** (any number of hosts on one database): ``LISTEN``/``NOTIFY`` on
   ``NOTIFY_CHANNEL``, on one connection of the process's own, served by a daemon thread.
   A publication is one ``pg_notify`` statement on that connection, sent by the publishing
   thread after its write committed, whose answer is read before the next statement;
-  once a call has parked in the process, the thread
-  also ``LISTEN``s and hands each notification (one topic) to ``wakeups.wake_deliver``.
+  while a call of the process waits, the thread also ``LISTEN``s and hands each
+  notification (one topic) to ``wakeups.wake_deliver``.
   Not in the write's own statement: a NOTIFY holds a lock of the whole server until its
   transaction's commit is flushed, so every sending transaction would commit one after
   another (concurrent inserts with a NOTIFY ran at a fifth of their rate here); the
@@ -90,8 +90,8 @@ def transport_install() -> None:
 
 class _PostgresTransport:
     """One libpq connection of the process's own, and a thread that keeps it: connects,
-    reconnects, and once a call has parked here ``LISTEN``s and hands each notification
-    to ``wakeups.wake_deliver``. A publication is sent by the publishing thread itself,
+    reconnects, and while a call waits here ``LISTEN``s and hands each notification to
+    ``wakeups.wake_deliver``. A publication is sent by the publishing thread itself,
     on that connection, as one short statement (no thread hop: waking the thread for each
     write cost more than the statement); while the connection is down it is queued for
     the thread."""
