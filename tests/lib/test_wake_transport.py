@@ -8,8 +8,9 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -114,10 +115,7 @@ def test_a_publication_sent_as_its_connection_broke_is_sent_again(
         wakeups.wake_publish(["inbox:first"])  # the transport connects and sends it
         assert [n.payload for n in other.notifies(timeout=5, stop_after=1)] == ["inbox:first"]
         wakeups.wake_publish(["inbox:second"])  # sent, its answer unread
-        other.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE application_name = 'ai-memory wake listener'"
-        )
+        _listener_terminate(other)
         wakeups.wake_publish(["inbox:third"])  # may be sent before the end shows
 
         received: set[str] = set()
@@ -130,8 +128,20 @@ def test_a_publication_sent_as_its_connection_broke_is_sent_again(
 
 
 def test_with_no_call_waiting_it_unlistens_and_listens_again_for_the_next(
-    transport: wake_transport._PostgresTransport,
+    transport: wake_transport._PostgresTransport, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    heard: list[str] = []
+    second_heard = threading.Event()
+    deliver = wakeups.wake_deliver
+
+    def recorded(topics: Iterable[str]) -> int:
+        for topic in (topics := list(topics)):
+            heard.append(topic)
+            if topic == "inbox:second-wait":
+                second_heard.set()
+        return deliver(topics)
+
+    monkeypatch.setattr(wakeups, "wake_deliver", recorded)
     woken, answers = threading.Event(), list[object]()
     thread = _park("inbox:first-wait", woken, answers)
     assert transport._listening.wait(5)
@@ -143,14 +153,35 @@ def test_with_no_call_waiting_it_unlistens_and_listens_again_for_the_next(
     while transport._listening.is_set() and time.monotonic() < deadline:
         time.sleep(0.01)  # the thread UNLISTENs once the last call has left
     assert not transport._listening.is_set()
+    _notify("inbox:unheard")  # no call waits: the process is not told
 
-    woken, answers = threading.Event(), list[object]()
-    thread = _park("inbox:second-wait", woken, answers)
+    # This wait ends only once its topic has come through the transport (a look after
+    # the LISTEN's own "look again" finds nothing yet).
+    answers = []
+    thread = threading.Thread(
+        target=lambda: answers.append(
+            wakeups.wait_for(
+                lambda: "heard" if second_heard.is_set() else None,
+                topics=["inbox:second-wait"],
+                wait_seconds=20,
+            )
+        )
+    )
+    thread.start()
     assert transport._listening.wait(5)
     _notify("inbox:second-wait")
-    assert woken.wait(5)
+    assert second_heard.wait(5)  # carried by the LISTEN taken again
     thread.join(5)
-    assert answers == ["woken"]
+    assert answers == ["heard"]
+    assert "inbox:unheard" not in heard
+
+
+def _listener_terminate(admin: psycopg.Connection[Any]) -> None:
+    """End the transport's connection from the server's side, as a restart would."""
+    admin.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE application_name = 'ai-memory wake listener'"
+    )
 
 
 def _notify(topic: str) -> None:
@@ -167,10 +198,7 @@ def test_after_its_connection_is_cut_it_reconnects_and_every_parked_call_looks_a
     assert transport.connects == 1
 
     with psycopg.connect(_dsn(), autocommit=True) as admin:
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE application_name = 'ai-memory wake listener'"
-        )
+        _listener_terminate(admin)
 
     # Nothing was published, but what was meanwhile could have been lost: it looks again.
     assert woken.wait(10)
