@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from time import monotonic
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from django.db import connections
 
@@ -32,13 +32,27 @@ from aimemory_site.lib.limits import WAIT_SECONDS_MAX, whole_number
 
 T = TypeVar("T")
 
-# A parked call also wakes this often to ask whether its client is still there.
+# A parked call whose client cannot be watched wakes this often to ask whether its
+# client is still there.
 CLIENT_CHECK_SECONDS = 1.0
 
 #: WSGI environ key of the zero-argument callable that says whether the request's client
-#: has gone (closed its connection). Set by ``aimemory_site.gunicorn_worker``; absent under
-#: other servers, where a parked call cannot tell and waits its time.
+#: has gone (closed its connection). Set by ``aimemory_site.gunicorn_worker``, where it is
+#: a ``WatchableClient``; absent under other servers, where a parked call cannot tell and
+#: waits its time.
 CLIENT_GONE = "aimemory.client_gone"
+
+
+class WatchableClient(Protocol):
+    """A ``client_gone`` that can also be watched: ``watch(wake)`` has ``wake()`` called
+    (from another thread) once the client goes, and returns the function that stops
+    watching, or None when this client cannot be watched now. A call parked with a
+    watch sleeps until a wake or its time; otherwise its ``client_gone`` is asked every
+    ``CLIENT_CHECK_SECONDS``."""
+
+    def __call__(self) -> bool: ...
+
+    def watch(self, wake: Callable[[], None]) -> Callable[[], None] | None: ...
 
 
 def wait_seconds_parse(value: object) -> int:
@@ -246,7 +260,8 @@ def parking_hooks(release: Callable[[], None], reacquire: Callable[[], None]) ->
 def _park(waiter: Waiter, deadline: float, client_gone: Callable[[], bool] | None) -> bool:
     """Park ``waiter`` until it is woken (True), or ``deadline`` (a ``monotonic()``
     moment) passes, the process shuts down or ``client_gone`` says the client has gone
-    (False); the client is asked every ``CLIENT_CHECK_SECONDS``.
+    (False). A ``WatchableClient`` wakes the call when its client goes (the caller then
+    asks it); any other is asked every ``CLIENT_CHECK_SECONDS``.
 
     The asking needs no database and no slot: the call gives its slot back once for the
     whole park (500 parked calls taking one each second to ask stood in the queue of
@@ -257,6 +272,9 @@ def _park(waiter: Waiter, deadline: float, client_gone: Callable[[], bool] | Non
     # its connection: closing it would end the transaction under the caller.
     if not any(connection.in_atomic_block for connection in connections.all(initialized_only=True)):
         connections.close_all()
+    watch = getattr(client_gone, "watch", None)
+    unwatch = watch(waiter.wake) if watch is not None else None
+    asked = client_gone if unwatch is None else None
     pair = getattr(_park_hooks, "pair", None)
     if pair is not None:
         pair[0]()  # release
@@ -265,12 +283,14 @@ def _park(waiter: Waiter, deadline: float, client_gone: Callable[[], bool] | Non
             remaining = deadline - monotonic()
             if remaining <= 0:
                 return False
-            step = remaining if client_gone is None else min(remaining, CLIENT_CHECK_SECONDS)
+            step = remaining if asked is None else min(remaining, CLIENT_CHECK_SECONDS)
             if waiter.wait(step):
                 return not shutting_down()
-            if shutting_down() or (client_gone is not None and client_gone()):
+            if shutting_down() or (asked is not None and asked()):
                 return False
     finally:
+        if unwatch is not None:
+            unwatch()
         if pair is not None:
             pair[1]()  # reacquire
 
