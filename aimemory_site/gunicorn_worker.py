@@ -57,8 +57,9 @@ under ``lib.wakeups.CLIENT_GONE``, a callable that peeks at its socket, so that 
 call whose client has gone claims nothing; one thread per process watches the sockets of
 the parked calls and wakes a call whose client hangs up (``_ClientWatcher``), so no parked
 call wakes just to ask. On SIGTERM every parked call answers at once as if its time
-were up (``wakeups.wake_shutdown``), then the worker exits as gthread does. Each worker installs the cross-process wake transport (``lib.wake_transport``) for its
-database when it loads the application.
+were up (``wakeups.wake_shutdown``), then the worker exits as gthread does. Each worker
+installs the cross-process wake transport (``lib.wake_transport``) for its database when
+it loads the application.
 
 gunicorn answers a request it cannot parse (a request line over its limit: 414; a header
 it cannot read: 400) itself, before the application sees it, with a page of HTML. On the
