@@ -6,12 +6,16 @@ gunicorn worker installs it after the fork). Each receives only while a call of 
 process waits, so a process with none pays nothing but its publications (once one that
 had waited kept receiving, every publication cost every process).
 
-- **PostgreSQL** (any number of hosts on one database): ``LISTEN``/``NOTIFY`` on
-  ``NOTIFY_CHANNEL``, on one connection of the process's own, served by a daemon thread.
-  A publication is one ``pg_notify`` statement on that connection, sent by the publishing
-  thread after its write committed, whose answer is read before the next statement;
-  while a call of the process waits, the thread also ``LISTEN``s and hands each
-  notification (one topic) to ``wakeups.wake_deliver``.
+- **PostgreSQL** (any number of hosts on one database): ``LISTEN``/``NOTIFY`` on one
+  connection of the process's own, served by a daemon thread, with a channel per topic
+  (``wake_channel``). A publication is one ``pg_notify`` statement on that connection,
+  sent by the publishing thread after its write committed, whose answer is read before
+  the next statement. A call that waits has its topics' channels ``LISTEN``ed before its
+  first look; the thread hands each notification (its payload is the topic) to
+  ``wakeups.wake_deliver`` and ``UNLISTEN``s a channel once no call of the process waits
+  on it. So a process hears only the publications its parked calls wait for (on one
+  channel for all, every process with a parked call woke for every send: 500 parked
+  pops cost sends a tenth of their rate).
   Not in the write's own statement: a NOTIFY holds a lock of the whole server until its
   transaction's commit is flushed, so every sending transaction would commit one after
   another (concurrent inserts with a NOTIFY ran at a fifth of their rate here); the
@@ -53,15 +57,14 @@ from aimemory_site.lib import wakeups
 
 logger = logging.getLogger(__name__)
 
-#: The PostgreSQL channel every process of a database listens on; a notification's
-#: payload is one topic.
-NOTIFY_CHANNEL = "aimemory_wake"
+#: The prefix of the PostgreSQL channels of topics (``wake_channel``).
+CHANNEL_PREFIX = "aimemory_wake_"
 #: Publications a process queues at most while its connection is down; more are dropped
 #: (the calls they concerned answer at their timeout).
 MAX_QUEUED_TOPICS = 10_000
-#: How long the first parked call of a process waits for its first ``LISTEN`` (a
-#: connect); afterwards a reconnect never holds a call back, as every parked call looks
-#: again once the listener is back.
+#: How long the first parked call of a process waits for the transport's first
+#: connection; afterwards a reconnect never holds a call back, as every parked call looks
+#: again once the connection is back.
 LISTEN_READY_SECONDS = 1.0
 #: Backoff between reconnects of the listener while the database is down.
 RECONNECT_MIN_SECONDS = 0.5
@@ -88,13 +91,20 @@ def transport_install() -> None:
     wakeups.transport_set(transport.send, listen=transport.listen, unlisten=transport.unlisten)
 
 
+def wake_channel(topic: str) -> str:
+    """The PostgreSQL channel of ``topic``: a name of fixed length, whatever the topic
+    (a session id runs to 200 characters; a channel's name, to 63)."""
+    return CHANNEL_PREFIX + hashlib.blake2b(topic.encode(), digest_size=16).hexdigest()
+
+
 class _PostgresTransport:
     """One libpq connection of the process's own, and a thread that keeps it: connects,
-    reconnects, and while a call waits here ``LISTEN``s and hands each notification to
-    ``wakeups.wake_deliver``. A publication is sent by the publishing thread itself,
-    on that connection, as one short statement (no thread hop: waking the thread for each
-    write cost more than the statement); while the connection is down it is queued for
-    the thread."""
+    reconnects, hands each notification to ``wakeups.wake_deliver`` and ``UNLISTEN``s
+    the channels no call waits on any more. A publication is sent by the publishing thread
+    itself, on that connection, as one short statement (no thread hop: waking the thread
+    for each write cost more than the statement); while the connection is down it is
+    queued for the thread. A waiting call ``LISTEN``s itself, on that connection too, so
+    that the ``LISTEN`` is in place before its first look."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # this object's state
@@ -106,9 +116,11 @@ class _PostgresTransport:
         # with the connection's lock): queued again if it turns out to have failed.
         self._unanswered: frozenset[str] = frozenset()
         self._poke_read = self._poke_write = -1
-        self._listen_wanted = False
-        self._listening = threading.Event()  # a LISTEN is in place now
-        self._ever_listened = False
+        # Channel -> how many calls of the process wait on it (held with the lock).
+        self._wanted: dict[str, int] = {}
+        # The channels LISTENed on the connection now (held with the connection's lock).
+        self._listened: set[str] = set()
+        self._ever_connected = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self.connects = 0  # how many connections the thread has made
@@ -133,40 +145,67 @@ class _PostgresTransport:
                     return
                 except Exception:
                     logger.info("a wake-up could not be sent; reconnecting", exc_info=True)
-                    self._conn = None  # the thread, poked below, connects again
-                    topics |= self._unanswered
-                    self._unanswered = frozenset()
+                    self._broken()
         with self._lock:
             if len(self._pending) < MAX_QUEUED_TOPICS:
                 self._pending |= topics
         self._poke()
 
-    def listen(self) -> None:
+    def _broken(self) -> None:
+        """Let the connection go after a statement on it failed: the thread, poked,
+        connects again, and sends again the publication whose answer was due. Called
+        with the connection's lock held."""
+        self._conn = None
+        self._listened = set()
+        lost, self._unanswered = self._unanswered, frozenset()
+        with self._lock:
+            self._pending |= lost
+        self._poke()
+
+    def listen(self, topics: frozenset[str]) -> None:
+        """Receive the publications of ``topics`` from now on, until as many
+        ``unlisten``: returns once their channels are ``LISTEN``ed, or the connection is
+        down (the thread ``LISTEN``s them once it is back, and every parked call then
+        looks again)."""
+        channels = {wake_channel(topic) for topic in topics}
         with self._lock:
             self._started()
-            self._waiting += 1
-            poke, self._listen_wanted = not self._listen_wanted, True
-        if poke:
-            self._poke()
-        if not self._ever_listened:
-            self._listening.wait(LISTEN_READY_SECONDS)
-
-    def unlisten(self) -> None:
-        """The end of a ``listen``: once no call waits here, the thread ``UNLISTEN``s
-        (every publication had reached every process that ever waited, for nothing).
-        A later ``listen`` has it ``LISTEN`` again, and every call then parked looks
-        again, as after a reconnect."""
-        with self._lock:
-            if self._pid != os.getpid() or not self._waiting:
+            for channel in channels:
+                self._wanted[channel] = self._wanted.get(channel, 0) + 1
+        if not self._ever_connected.is_set():
+            self._ever_connected.wait(LISTEN_READY_SECONDS)
+        with self._conn_lock:
+            conn = self._conn
+            new = channels - self._listened
+            if conn is None or not new:
                 return
-            self._waiting -= 1
-            poke = not self._waiting
-            if poke:
-                self._listen_wanted = False
-        if poke:
-            self._poke()
+            first = not self._listened
+            try:
+                self._statement_run(conn, _listen_statement("LISTEN", new))
+                _deliver_queued(conn)
+            except Exception:
+                logger.info("could not LISTEN; reconnecting", exc_info=True)
+                self._broken()
+                return
+            self._listened |= new
+        if first:
+            self._poke()  # the thread watches the connection from now on
 
-    _waiting = 0  # calls of this process between ``listen`` and ``unlisten``
+    def unlisten(self, topics: frozenset[str]) -> None:
+        """The end of a ``listen`` of ``topics``: the thread ``UNLISTEN``s the channels no
+        call of the process waits on any more."""
+        unwanted = False
+        with self._lock:
+            if self._pid != os.getpid():
+                return
+            for channel in {wake_channel(topic) for topic in topics}:
+                left = self._wanted.get(channel, 0) - 1
+                if left > 0:
+                    self._wanted[channel] = left
+                elif self._wanted.pop(channel, None) is not None:
+                    unwanted = True
+        if unwanted:
+            self._poke()
 
     def stop(self) -> None:
         """End the thread and close its connection (tests; a server's process just exits)."""
@@ -188,9 +227,8 @@ class _PostgresTransport:
         self._poke_read, self._poke_write = os.pipe()
         os.set_blocking(self._poke_read, False)
         os.set_blocking(self._poke_write, False)
-        self._listen_wanted = self._ever_listened = False
-        self._waiting = 0
-        self._listening.clear()
+        self._wanted, self._listened = {}, set()
+        self._ever_connected.clear()
         self._thread = threading.Thread(target=self._run, name="wake-transport", daemon=True)
         self._thread.start()
 
@@ -212,7 +250,6 @@ class _PostgresTransport:
                 self._serve(params)
             except Exception:  # the database went away, or never came: try again later
                 logger.info("wake transport lost the database; reconnecting", exc_info=True)
-            self._listening.clear()
             if self._stopping.is_set():
                 return
             if time.monotonic() - connected_at > RECONNECT_MAX_SECONDS:
@@ -233,43 +270,53 @@ class _PostgresTransport:
             # it: notifications are never written to disk anyway.
             _run_on(conn, b"SET synchronous_commit = off")
             with self._conn_lock:
-                self._conn = conn
+                with self._lock:
+                    wanted = set(self._wanted)
+                if wanted:
+                    _run_on(conn, _listen_statement("LISTEN", wanted))
+                self._conn, self._listened = conn, wanted
+            self._ever_connected.set()
+            # What was published before these LISTENs (a first start, an outage) may have
+            # been missed: every parked call looks again.
+            wakeups.wake_all()
             self._serve_connected(conn)
         finally:
             with self._conn_lock:
-                self._conn = None
+                if self._conn is conn:
+                    self._conn, self._listened = None, set()
+                    lost, self._unanswered = self._unanswered, frozenset()
+                    with self._lock:
+                        self._pending |= lost
                 conn.finish()
-                lost, self._unanswered = self._unanswered, frozenset()
-            with self._lock:
-                self._pending |= lost
 
     def _serve_connected(self, conn: Any) -> None:
         from psycopg import OperationalError
 
         # poll, not select: a busy worker's descriptors run past select's 1024. The
-        # socket is watched only once listening, so publications' answers do not wake
-        # this thread in a process where nothing waits.
+        # socket is watched only while a channel is listened, so publications' answers do
+        # not wake this thread in a process where nothing waits.
         poller = select.poll()
         poller.register(self._poke_read, select.POLLIN)
-        listening = False
+        watching = False
         while not self._stopping.is_set():
             with self._conn_lock:
                 if self._conn is not conn:
-                    raise OperationalError("a publication found the connection broken")
-                if listening and not self._listen_wanted:
-                    self._statement_run(conn, f"UNLISTEN {NOTIFY_CHANNEL}".encode())
-                    listening = False
-                    poller.unregister(conn.socket)
-                    self._listening.clear()
-                if self._listen_wanted and not listening:
-                    self._statement_run(conn, f"LISTEN {NOTIFY_CHANNEL}".encode())
-                    listening = True
-                    poller.register(conn.socket, select.POLLIN)
-                    self._ever_listened = True
-                    self._listening.set()
-                    # What was published before this LISTEN (a first start, an outage)
-                    # may have been missed: every parked call looks again.
-                    wakeups.wake_all()
+                    raise OperationalError("a statement found the connection broken")
+                with self._lock:
+                    unwanted = {c for c in self._listened if c not in self._wanted}
+                    everything = len(unwanted) == len(self._listened)
+                if unwanted:
+                    self._statement_run(
+                        conn,
+                        b"UNLISTEN *" if everything else _listen_statement("UNLISTEN", unwanted),
+                    )
+                    self._listened -= unwanted
+                if watching != bool(self._listened):
+                    watching = not watching
+                    if watching:
+                        poller.register(conn.socket, select.POLLIN)
+                    else:
+                        poller.unregister(conn.socket)
                 topics = self._taken()
                 if topics:
                     self._statement_run(conn, *_notify_statement(topics))
@@ -341,10 +388,17 @@ def _connect(conninfo: bytes) -> Any:
 
 
 def _notify_statement(topics: AbstractSet[str]) -> tuple[bytes, list[bytes]]:
-    """``SELECT pg_notify($1, $2), pg_notify($1, $3), ...`` of ``topics``, and its
-    parameters."""
-    calls = ", ".join(f"pg_notify($1, ${n})" for n in range(2, len(topics) + 2))
-    return f"SELECT {calls}".encode(), [NOTIFY_CHANNEL.encode(), *(t.encode() for t in topics)]
+    """``SELECT pg_notify($1, $2), pg_notify($3, $4), ...`` of ``topics`` (each on its
+    channel), and its parameters."""
+    calls = ", ".join(f"pg_notify(${n}, ${n + 1})" for n in range(1, 2 * len(topics), 2))
+    params = [part.encode() for topic in topics for part in (wake_channel(topic), topic)]
+    return f"SELECT {calls}".encode(), params
+
+
+def _listen_statement(command: str, channels: AbstractSet[str]) -> bytes:
+    """``LISTEN a; LISTEN b; ...`` (or ``UNLISTEN``) of ``channels``: one round trip.
+    Their names are ``wake_channel``'s, so they need no quoting."""
+    return "; ".join(f"{command} {channel}" for channel in sorted(channels)).encode()
 
 
 def _run_on(conn: Any, sql: bytes, params: list[bytes] | None = None) -> None:
@@ -462,8 +516,9 @@ class _SocketTransport:
 
     _pid_of_sender = 0
 
-    def listen(self) -> None:
-        """Receive the publications sent from now on, until as many ``unlisten`` calls:
+    def listen(self, topics: frozenset[str]) -> None:
+        """Receive the publications sent from now on (of every topic: a datagram costs
+        next to nothing), until as many ``unlisten`` calls:
         the socket is bound once, under a hidden name, and linked under the name
         publishers look for while a call of this process waits."""
         with self._lock:
@@ -474,7 +529,7 @@ class _SocketTransport:
                 # Linked before the first look: from here on datagrams queue for the thread.
                 os.link(self.directory / f".{self._own_name}", self.directory / self._own_name)
 
-    def unlisten(self) -> None:
+    def unlisten(self, topics: frozenset[str]) -> None:
         """The end of a ``listen``: once no call waits here, publishers send here no
         more (every publication had woken every process that ever waited, and its
         receiver thread, for nothing)."""

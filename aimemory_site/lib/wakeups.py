@@ -156,23 +156,23 @@ class _Registry:
 
 _registry = _Registry()
 _transport: Callable[[frozenset[str]], None] | None = None
-_listen: Callable[[], None] | None = None
-_unlisten: Callable[[], None] | None = None
+_listen: Callable[[frozenset[str]], None] | None = None
+_unlisten: Callable[[frozenset[str]], None] | None = None
 
 
 def transport_set(
     send: Callable[[frozenset[str]], None] | None,
     *,
-    listen: Callable[[], None] | None = None,
-    unlisten: Callable[[], None] | None = None,
+    listen: Callable[[frozenset[str]], None] | None = None,
+    unlisten: Callable[[frozenset[str]], None] | None = None,
 ) -> None:
     """Install the function that carries a publication to the other processes and hosts;
     it must not block for long and must not raise. Without one, wakes stay in-process.
 
-    ``listen``, when given, is called before every subscription's first look and returns
-    once the transport delivers this process the publications committed from then on (it
-    starts the process's receiver on first use; later calls cost next to nothing), and
-    ``unlisten`` after that subscription has ended."""
+    ``listen``, when given, is called with a subscription's topics before its first look
+    and returns once the transport delivers this process the publications of those topics
+    committed from then on (it starts the process's receiver on first use), and
+    ``unlisten`` with the same topics after that subscription has ended."""
     global _transport, _listen, _unlisten
     _transport = send
     _listen = listen
@@ -224,12 +224,13 @@ def parked_count() -> int:
 
 @contextmanager
 def wake_subscription(topics: Iterable[str]) -> Iterator[Waiter]:
+    subscribed = frozenset(topics)
     listen = _listen
     if listen is not None:
-        listen()
+        listen(subscribed)
     unlisten = _unlisten if listen is not None else None
     try:
-        waiter = Waiter(frozenset(topics))
+        waiter = Waiter(subscribed)
         _registry.add(waiter)
         try:
             yield waiter
@@ -237,7 +238,7 @@ def wake_subscription(topics: Iterable[str]) -> Iterator[Waiter]:
             _registry.remove(waiter)
     finally:
         if unlisten is not None:
-            unlisten()
+            unlisten(subscribed)
 
 
 # The worker's hook around a park (aimemory_site.gunicorn_worker): a parked call gives

@@ -1,5 +1,6 @@
-"""The PostgreSQL wake transport in this process: NOTIFYs in, wakes out, and back after
-its connection is cut. Across processes and hosts: tests/test_wait_serving.py."""
+"""The PostgreSQL wake transport in this process: NOTIFYs in, wakes out, a channel per
+topic listened only while a call waits on it, and back after its connection is cut.
+Across processes and hosts: tests/test_wait_serving.py."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 from django.db import connection
 
 from aimemory_site.lib import wake_transport, wakeups
-from aimemory_site.lib.wake_transport import NOTIFY_CHANNEL, wake_dir
+from aimemory_site.lib.wake_transport import wake_channel, wake_dir
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,23 +42,48 @@ def _dsn() -> str:
     return " ".join(f"{key}={value}" for key, value in params.items() if key != "application_name")
 
 
-def _park(topic: str, woken: threading.Event, answers: list[object]) -> threading.Thread:
-    """Wait on ``topic`` in a thread; ``woken`` is set when the look runs after a park."""
+def _park(
+    topic: str, woken: threading.Event, answers: list[object], wait_seconds: float = 20
+) -> threading.Thread:
+    """Wait on ``topic`` in a thread; ``woken`` is set when the look runs after a park.
+    Returns once the first look has run: the topic's LISTEN is in place then."""
     looks = 0
+    looked = threading.Event()
 
     def look() -> object | None:
         nonlocal looks
         looks += 1
+        looked.set()
         if looks > 1:
             woken.set()
             return "woken"
         return None
 
     thread = threading.Thread(
-        target=lambda: answers.append(wakeups.wait_for(look, topics=[topic], wait_seconds=20))
+        target=lambda: answers.append(
+            wakeups.wait_for(look, topics=[topic], wait_seconds=wait_seconds)
+        )
     )
     thread.start()
+    assert looked.wait(5)
     return thread
+
+
+def _listen_on(other: psycopg.Connection[Any], *topics: str) -> None:
+    for topic in topics:
+        other.execute(f"LISTEN {wake_channel(topic)}")
+
+
+def _thread_turned(
+    transport: wake_transport._PostgresTransport, other: psycopg.Connection[Any]
+) -> None:
+    """Return once the transport's thread has been round its loop since now: it sends a
+    queued publication after it has UNLISTENed what no call waits on."""
+    _listen_on(other, "turn:marker")
+    with transport._lock:
+        transport._pending.add("turn:marker")
+    transport._poke()
+    assert [n.payload for n in other.notifies(timeout=5, stop_after=1)] == ["turn:marker"]
 
 
 def test_a_notify_from_another_connection_wakes_a_parked_call(
@@ -65,10 +91,8 @@ def test_a_notify_from_another_connection_wakes_a_parked_call(
 ) -> None:
     woken, answers = threading.Event(), list[object]()
     thread = _park("inbox:elsewhere", woken, answers)
-    transport._listening.wait(5)
 
-    with psycopg.connect(_dsn(), autocommit=True) as other:
-        other.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, "inbox:elsewhere"])
+    _notify("inbox:elsewhere")
 
     assert woken.wait(5)
     thread.join(5)
@@ -77,12 +101,60 @@ def test_a_notify_from_another_connection_wakes_a_parked_call(
 
 def test_a_publication_goes_out_as_a_notify(transport: wake_transport._PostgresTransport) -> None:
     with psycopg.connect(_dsn(), autocommit=True) as other:
-        other.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        _listen_on(other, "message:m-1", "inbox:i-1")
 
         wakeups.wake_publish(["message:m-1", "inbox:i-1"])
 
-        received = {notify.payload for notify in other.notifies(timeout=5, stop_after=2)}
-    assert received == {"message:m-1", "inbox:i-1"}
+        received = {(n.channel, n.payload) for n in other.notifies(timeout=5, stop_after=2)}
+    assert received == {
+        (wake_channel("message:m-1"), "message:m-1"),
+        (wake_channel("inbox:i-1"), "inbox:i-1"),
+    }
+
+
+def test_a_process_hears_only_the_topics_its_calls_wait_on(
+    transport: wake_transport._PostgresTransport, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    heard: list[str] = []
+    deliver = wakeups.wake_deliver
+
+    def recorded(topics: Iterable[str]) -> int:
+        heard.extend(topics := list(topics))
+        return deliver(topics)
+
+    monkeypatch.setattr(wakeups, "wake_deliver", recorded)
+    woken, answers = threading.Event(), list[object]()
+    thread = _park("inbox:waited-on", woken, answers)
+
+    with psycopg.connect(_dsn(), autocommit=True) as other:  # in this order, on one
+        for topic in ("inbox:not-waited-on", "inbox:waited-on"):
+            other.execute("SELECT pg_notify(%s, %s)", [wake_channel(topic), topic])
+
+    assert woken.wait(5)
+    thread.join(5)
+    assert heard == ["inbox:waited-on"]
+
+
+def test_a_topic_stays_listened_while_any_call_waits_on_it(
+    transport: wake_transport._PostgresTransport,
+) -> None:
+    short_woken, short_answers = threading.Event(), list[object]()
+    long_woken, long_answers = threading.Event(), list[object]()
+    long = _park("inbox:shared", long_woken, long_answers)
+    short = _park("inbox:shared", short_woken, short_answers, wait_seconds=0.1)
+    short.join(5)
+    assert short_answers == [None]
+
+    with psycopg.connect(_dsn(), autocommit=True) as other:
+        _thread_turned(transport, other)
+        assert wake_channel("inbox:shared") in transport._listened
+
+        _notify("inbox:shared")
+        assert long_woken.wait(5)
+        long.join(5)
+        _thread_turned(transport, other)
+    assert long_answers == ["woken"]
+    assert not transport._listened
 
 
 def test_a_notify_after_a_publication_whose_answer_is_unread_still_wakes(
@@ -92,11 +164,9 @@ def test_a_notify_after_a_publication_whose_answer_is_unread_still_wakes(
     after an answer not taken yet: the thread takes it."""
     woken, answers = threading.Event(), list[object]()
     thread = _park("inbox:after-an-answer", woken, answers)
-    assert transport._listening.wait(5)
     wakeups.wake_publish(["inbox:someone-else"])  # sent; its answer is not read here
 
-    with psycopg.connect(_dsn(), autocommit=True) as other:
-        other.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, "inbox:after-an-answer"])
+    _notify("inbox:after-an-answer")
 
     assert woken.wait(5)
     thread.join(5)
@@ -111,7 +181,7 @@ def test_a_publication_sent_as_its_connection_broke_is_sent_again(
     it had not read goes out again on the reconnected one."""
     monkeypatch.setattr(wake_transport, "HEARTBEAT_SECONDS", 0.2)
     with psycopg.connect(_dsn(), autocommit=True) as other:
-        other.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        _listen_on(other, "inbox:first", "inbox:second", "inbox:third")
         wakeups.wake_publish(["inbox:first"])  # the transport connects and sends it
         assert [n.payload for n in other.notifies(timeout=5, stop_after=1)] == ["inbox:first"]
         wakeups.wake_publish(["inbox:second"])  # sent, its answer unread
@@ -144,16 +214,14 @@ def test_with_no_call_waiting_it_unlistens_and_listens_again_for_the_next(
     monkeypatch.setattr(wakeups, "wake_deliver", recorded)
     woken, answers = threading.Event(), list[object]()
     thread = _park("inbox:first-wait", woken, answers)
-    assert transport._listening.wait(5)
     _notify("inbox:first-wait")
     thread.join(5)
     assert answers == ["woken"]
 
-    deadline = time.monotonic() + 5
-    while transport._listening.is_set() and time.monotonic() < deadline:
-        time.sleep(0.01)  # the thread UNLISTENs once the last call has left
-    assert not transport._listening.is_set()
-    _notify("inbox:unheard")  # no call waits: the process is not told
+    with psycopg.connect(_dsn(), autocommit=True) as other:
+        _thread_turned(transport, other)  # it UNLISTENs once the last call has left
+    assert not transport._listened
+    _notify("inbox:first-wait")  # no call waits: the process is not told
 
     # This wait ends only once its topic has come through the transport (a look after
     # the LISTEN's own "look again" finds nothing yet).
@@ -168,12 +236,15 @@ def test_with_no_call_waiting_it_unlistens_and_listens_again_for_the_next(
         )
     )
     thread.start()
-    assert transport._listening.wait(5)
+    deadline = time.monotonic() + 5
+    while wake_channel("inbox:second-wait") not in transport._listened:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
     _notify("inbox:second-wait")
     assert second_heard.wait(5)  # carried by the LISTEN taken again
     thread.join(5)
     assert answers == ["heard"]
-    assert "inbox:unheard" not in heard
+    assert heard == ["inbox:first-wait", "inbox:second-wait"]
 
 
 def _listener_terminate(admin: psycopg.Connection[Any]) -> None:
@@ -186,7 +257,7 @@ def _listener_terminate(admin: psycopg.Connection[Any]) -> None:
 
 def _notify(topic: str) -> None:
     with psycopg.connect(_dsn(), autocommit=True) as other:
-        other.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, topic])
+        other.execute("SELECT pg_notify(%s, %s)", [wake_channel(topic), topic])
 
 
 def test_after_its_connection_is_cut_it_reconnects_and_every_parked_call_looks_again(
@@ -194,7 +265,6 @@ def test_after_its_connection_is_cut_it_reconnects_and_every_parked_call_looks_a
 ) -> None:
     woken, answers = threading.Event(), list[object]()
     thread = _park("inbox:never-published", woken, answers)
-    assert transport._listening.wait(5)
     assert transport.connects == 1
 
     with psycopg.connect(_dsn(), autocommit=True) as admin:
@@ -224,10 +294,10 @@ def test_the_socket_transport_is_found_by_publishers_only_while_a_call_waits(
     transport = wake_transport._SocketTransport(tmp_path / "wake")
     visible = tmp_path / "wake" / f"{os.getpid()}.sock"
 
-    transport.listen()
-    transport.listen()
+    transport.listen(frozenset({"inbox:a"}))
+    transport.listen(frozenset({"inbox:b"}))
     assert visible.exists()
-    transport.unlisten()
+    transport.unlisten(frozenset({"inbox:a"}))
     assert visible.exists()  # one call still waits
 
     with wakeups.wake_subscription(["inbox:by-datagram"]) as waiter:
@@ -235,7 +305,7 @@ def test_the_socket_transport_is_found_by_publishers_only_while_a_call_waits(
             publisher.sendto(json.dumps(["inbox:by-datagram"]).encode(), str(visible))
         assert waiter.wait(5)
 
-    transport.unlisten()
+    transport.unlisten(frozenset({"inbox:b"}))
     assert not visible.exists()
     assert (tmp_path / "wake" / f".{os.getpid()}.sock").exists()  # still bound
     transport.send(frozenset({"inbox:unheard"}))  # finds no one, and raises nothing

@@ -94,7 +94,7 @@ def test_the_transport_carries_each_publication() -> None:
 def test_the_transport_listens_before_the_first_look() -> None:
     """Else a publication between the look and the transport's start would be missed."""
     order: list[str] = []
-    wakeups.transport_set(lambda topics: None, listen=lambda: order.append("listen"))
+    wakeups.transport_set(lambda topics: None, listen=lambda topics: order.append("listen"))
 
     def look() -> str:
         order.append("look")
