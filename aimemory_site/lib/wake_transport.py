@@ -6,16 +6,16 @@ gunicorn worker installs it after the fork). Each receives only while a call of 
 process waits, so a process with none pays nothing but its publications (once one that
 had waited kept receiving, every publication cost every process).
 
-- **PostgreSQL** (any number of hosts on one database): ``LISTEN``/``NOTIFY`` on one
-  connection of the process's own, served by a daemon thread, with a channel per topic
-  (``wake_channel``). A publication is one ``pg_notify`` statement on that connection,
+- **PostgreSQL** (any number of hosts on one database): ``LISTEN``/``NOTIFY`` on two
+  connections of the process's own, served by a daemon thread, with a channel per topic
+  (``wake_channel``). A publication is one ``pg_notify`` statement on the publisher,
   sent by the publishing thread after its write committed, whose answer is read before
-  the next statement. A call that waits has its topics' channels ``LISTEN``ed before its
-  first look; the thread hands each notification (its payload is the topic) to
-  ``wakeups.wake_deliver`` and ``UNLISTEN``s a channel once no call of the process waits
-  on it. So a process hears only the publications its parked calls wait for (on one
-  channel for all, every process with a parked call woke for every send: 500 parked
-  pops cost sends a tenth of their rate).
+  the next statement. A call that waits has its topics' channels ``LISTEN``ed on the
+  listener before its first look; the thread hands each notification (its payload is
+  the topic) to ``wakeups.wake_deliver`` and ``UNLISTEN``s a channel once no call of
+  the process waits on it. So a process hears only the publications its parked calls
+  wait for, and its thread wakes for nothing else (on one channel for all, every
+  process with a parked call woke for every send).
   Not in the write's own statement: a NOTIFY holds a lock of the whole server until its
   transaction's commit is flushed, so every sending transaction would commit one after
   another (concurrent inserts with a NOTIFY ran at a fifth of their rate here); the
@@ -98,35 +98,42 @@ def wake_channel(topic: str) -> str:
 
 
 class _PostgresTransport:
-    """One libpq connection of the process's own, and a thread that keeps it: connects,
+    """Two libpq connections of the process's own, and a thread that keeps them: connects,
     reconnects, hands each notification to ``wakeups.wake_deliver`` and ``UNLISTEN``s
-    the channels no call waits on any more. A publication is sent by the publishing thread
-    itself, on that connection, as one short statement (no thread hop: waking the thread
-    for each write cost more than the statement); while the connection is down it is
-    queued for the thread. A waiting call ``LISTEN``s itself, on that connection too, so
-    that the ``LISTEN`` is in place before its first look."""
+    the channels no call waits on any more.
+
+    A publication is sent by the publishing thread itself on the first connection, the
+    publisher, as one short statement (no thread hop: waking the thread for each write
+    cost more than the statement); while the connection is down it is queued for the
+    thread. A waiting call ``LISTEN``s itself, on the second, the listener, so that the
+    ``LISTEN`` is in place before its first look. The thread watches only the listener's
+    socket: on one connection, every publication's answer woke it in every process with
+    a parked call, and 500 parked pops cost sends a tenth of their rate."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # this object's state
-        self._conn_lock = threading.Lock()  # the connection: libpq's are not thread-safe
-        self._conn: Any = None  # set by the thread while the connection works
+        # Each connection has its lock: libpq's connections are not thread-safe.
+        self._conn_lock = threading.Lock()
+        self._conn: Any = None  # the publisher, set by the thread while it works
+        self._listener_lock = threading.Lock()
+        self._listener: Any = None  # the listener, set by the thread while it works
         self._pid: int | None = None
         self._pending: set[str] = set()
         # The topics of the publication sent last whose answer has not been read (held
-        # with the connection's lock): queued again if it turns out to have failed.
+        # with the publisher's lock): queued again if it turns out to have failed.
         self._unanswered: frozenset[str] = frozenset()
         self._poke_read = self._poke_write = -1
         # Channel -> how many calls of the process wait on it (held with the lock).
         self._wanted: dict[str, int] = {}
-        # The channels LISTENed on the connection now (held with the connection's lock).
+        # The channels LISTENed on the listener now (held with the listener's lock).
         self._listened: set[str] = set()
         self._ever_connected = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
-        self.connects = 0  # how many connections the thread has made
+        self.connects = 0  # how many times the thread has connected
 
     def send(self, topics: frozenset[str]) -> None:
-        """NOTIFY ``topics`` now, or queue them for the thread if the connection is down.
+        """NOTIFY ``topics`` now, or queue them for the thread if the publisher is down.
 
         The statement is sent, not waited for: its answer is read before the
         connection's next statement, and if it failed, its topics are queued again for
@@ -139,32 +146,22 @@ class _PostgresTransport:
                 try:
                     _answer_read(conn)  # the previous publication's, long arrived
                     self._unanswered = frozenset()
-                    _deliver_queued(conn)
                     _send_on(conn, *_notify_statement(topics))
                     self._unanswered = topics
                     return
                 except Exception:
                     logger.info("a wake-up could not be sent; reconnecting", exc_info=True)
-                    self._broken()
+                    self._conn = None  # the thread, poked below, connects again
+                    topics |= self._unanswered
+                    self._unanswered = frozenset()
         with self._lock:
             if len(self._pending) < MAX_QUEUED_TOPICS:
                 self._pending |= topics
         self._poke()
 
-    def _broken(self) -> None:
-        """Let the connection go after a statement on it failed: the thread, poked,
-        connects again, and sends again the publication whose answer was due. Called
-        with the connection's lock held."""
-        self._conn = None
-        self._listened = set()
-        lost, self._unanswered = self._unanswered, frozenset()
-        with self._lock:
-            self._pending |= lost
-        self._poke()
-
     def listen(self, topics: frozenset[str]) -> None:
         """Receive the publications of ``topics`` from now on, until as many
-        ``unlisten``: returns once their channels are ``LISTEN``ed, or the connection is
+        ``unlisten``: returns once their channels are ``LISTEN``ed, or the listener is
         down (the thread ``LISTEN``s them once it is back, and every parked call then
         looks again)."""
         channels = {wake_channel(topic) for topic in topics}
@@ -174,22 +171,20 @@ class _PostgresTransport:
                 self._wanted[channel] = self._wanted.get(channel, 0) + 1
         if not self._ever_connected.is_set():
             self._ever_connected.wait(LISTEN_READY_SECONDS)
-        with self._conn_lock:
-            conn = self._conn
+        with self._listener_lock:
+            listener = self._listener
             new = channels - self._listened
-            if conn is None or not new:
+            if listener is None or not new:
                 return
-            first = not self._listened
             try:
-                self._statement_run(conn, _listen_statement("LISTEN", new))
-                _deliver_queued(conn)
+                _run_on(listener, _listen_statement("LISTEN", new))
+                _deliver_queued(listener)
             except Exception:
                 logger.info("could not LISTEN; reconnecting", exc_info=True)
-                self._broken()
+                self._listener, self._listened = None, set()
+                self._poke()
                 return
             self._listened |= new
-        if first:
-            self._poke()  # the thread watches the connection from now on
 
     def unlisten(self, topics: frozenset[str]) -> None:
         """The end of a ``listen`` of ``topics``: the thread ``UNLISTEN``s the channels no
@@ -208,7 +203,7 @@ class _PostgresTransport:
             self._poke()
 
     def stop(self) -> None:
-        """End the thread and close its connection (tests; a server's process just exits)."""
+        """End the thread and close its connections (tests; a server's process just exits)."""
         with self._lock:
             self._stopping.set()
             thread = self._thread
@@ -222,8 +217,9 @@ class _PostgresTransport:
         if self._pid == os.getpid():
             return
         self._pid = os.getpid()
-        self._conn, self._pending = None, set()
-        self._conn_lock = threading.Lock()
+        self._conn = self._listener = None
+        self._pending = set()
+        self._conn_lock, self._listener_lock = threading.Lock(), threading.Lock()
         self._poke_read, self._poke_write = os.pipe()
         os.set_blocking(self._poke_read, False)
         os.set_blocking(self._poke_write, False)
@@ -262,97 +258,95 @@ class _PostgresTransport:
         # costs its thread a few tens of microseconds, not a quarter of a millisecond.
         from psycopg.conninfo import make_conninfo
 
-        conn = _connect(make_conninfo(**params).encode())
+        conninfo = make_conninfo(**params).encode()
+        conn = _connect(conninfo)
+        listener = None
         try:
             self.connects += 1
             # A NOTIFY holds a lock of the whole server until its transaction's commit
             # is flushed: not waiting for the flush keeps it short. Nothing is lost by
             # it: notifications are never written to disk anyway.
             _run_on(conn, b"SET synchronous_commit = off")
-            with self._conn_lock:
+            listener = _connect(conninfo)
+            with self._listener_lock:
                 with self._lock:
                     wanted = set(self._wanted)
                 if wanted:
-                    _run_on(conn, _listen_statement("LISTEN", wanted))
-                self._conn, self._listened = conn, wanted
+                    _run_on(listener, _listen_statement("LISTEN", wanted))
+                self._listener, self._listened = listener, wanted
+            with self._conn_lock:
+                self._conn = conn
             self._ever_connected.set()
             # What was published before these LISTENs (a first start, an outage) may have
             # been missed: every parked call looks again.
             wakeups.wake_all()
-            self._serve_connected(conn)
+            self._serve_connected(conn, listener)
         finally:
+            with self._listener_lock:
+                if self._listener is listener:
+                    self._listener, self._listened = None, set()
+                if listener is not None:
+                    listener.finish()
             with self._conn_lock:
                 if self._conn is conn:
-                    self._conn, self._listened = None, set()
+                    self._conn = None
                     lost, self._unanswered = self._unanswered, frozenset()
                     with self._lock:
                         self._pending |= lost
                 conn.finish()
 
-    def _serve_connected(self, conn: Any) -> None:
+    def _serve_connected(self, conn: Any, listener: Any) -> None:
         from psycopg import OperationalError
 
-        # poll, not select: a busy worker's descriptors run past select's 1024. The
-        # socket is watched only while a channel is listened, so publications' answers do
-        # not wake this thread in a process where nothing waits.
+        # poll, not select: a busy worker's descriptors run past select's 1024.
         poller = select.poll()
         poller.register(self._poke_read, select.POLLIN)
-        watching = False
+        poller.register(listener.socket, select.POLLIN)
+        heartbeat_at = time.monotonic() + HEARTBEAT_SECONDS
         while not self._stopping.is_set():
-            with self._conn_lock:
-                if self._conn is not conn:
-                    raise OperationalError("a statement found the connection broken")
+            if self._conn is not conn or self._listener is not listener:
+                raise OperationalError("a statement found a connection broken")
+            beat = time.monotonic() >= heartbeat_at
+            with self._listener_lock:
                 with self._lock:
                     unwanted = {c for c in self._listened if c not in self._wanted}
                     everything = len(unwanted) == len(self._listened)
                 if unwanted:
-                    self._statement_run(
-                        conn,
+                    _run_on(
+                        listener,
                         b"UNLISTEN *" if everything else _listen_statement("UNLISTEN", unwanted),
                     )
                     self._listened -= unwanted
-                if watching != bool(self._listened):
-                    watching = not watching
-                    if watching:
-                        poller.register(conn.socket, select.POLLIN)
-                    else:
-                        poller.unregister(conn.socket)
-                topics = self._taken()
-                if topics:
+                elif beat:  # a connection that broke quietly raises
+                    _run_on(listener, b"SELECT 1")
+                listener.consume_input()  # raises once the connection is gone
+                _deliver_queued(listener)
+            # Either statement reads the last publication's answer first: one that
+            # failed is queued again (the publisher is then found broken and remade).
+            topics = self._taken()
+            if topics:
+                with self._conn_lock:
                     self._statement_run(conn, *_notify_statement(topics))
-                self._received_deliver(conn)
-            ready = {fd for fd, _ in poller.poll(HEARTBEAT_SECONDS * 1000)}
-            if self._poke_read in ready:
+            elif beat:
+                with self._conn_lock:
+                    self._statement_run(conn, b"SELECT 1")
+            if beat:
+                heartbeat_at = time.monotonic() + HEARTBEAT_SECONDS
+            ready = poller.poll(max(0.0, heartbeat_at - time.monotonic()) * 1000)
+            if any(fd == self._poke_read for fd, _ in ready):
                 with contextlib.suppress(BlockingIOError):
                     os.read(self._poke_read, 4096)
-            if not ready:
-                with self._conn_lock:
-                    # A connection that broke quietly raises.
-                    self._statement_run(conn, b"SELECT 1")
 
     def _statement_run(self, conn: Any, sql: bytes, params: list[bytes] | None = None) -> None:
-        """``_run_on``, which reads the last publication's answer too. Called with the
-        connection's lock held."""
+        """``_run_on`` on the publisher, which reads the last publication's answer too.
+        Called with the publisher's lock held."""
         _run_on(conn, sql, params)
         self._unanswered = frozenset()
 
-    def _received_deliver(self, conn: Any) -> None:
-        """Hand the notifications that ``conn`` has received to this process's parked
-        calls, reading first the answer of a publication if it has arrived: libpq reads
-        no notification that comes after an answer until the answer is taken. Called
-        with the connection's lock held."""
-        from psycopg import pq
-
-        conn.consume_input()  # raises once the connection is gone
-        if conn.transaction_status == pq.TransactionStatus.ACTIVE and not conn.is_busy():
-            _answer_read(conn)
-            self._unanswered = frozenset()
-        _deliver_queued(conn)
-
 
 def _deliver_queued(conn: Any) -> None:
-    """Hand on the notifications libpq has already read (during a statement: the socket
-    will not show them to the thread's poll)."""
+    """Hand on the notifications libpq has read (during a statement, too: the socket
+    will not show those to the thread's poll)."""
     while (notify := conn.notifies()) is not None:
         wakeups.wake_deliver([notify.extra.decode()])
 
@@ -455,7 +449,7 @@ def _listener_params() -> dict[str, Any]:
     params.setdefault("keepalives_idle", 5)
     params.setdefault("keepalives_interval", 2)
     params.setdefault("keepalives_count", 3)
-    params["application_name"] = "ai-memory wake listener"
+    params["application_name"] = "ai-memory wake transport"
     return params
 
 

@@ -185,7 +185,7 @@ def test_a_publication_sent_as_its_connection_broke_is_sent_again(
         wakeups.wake_publish(["inbox:first"])  # the transport connects and sends it
         assert [n.payload for n in other.notifies(timeout=5, stop_after=1)] == ["inbox:first"]
         wakeups.wake_publish(["inbox:second"])  # sent, its answer unread
-        _listener_terminate(other)
+        _transport_terminate(other)
         wakeups.wake_publish(["inbox:third"])  # may be sent before the end shows
 
         received: set[str] = set()
@@ -247,11 +247,11 @@ def test_with_no_call_waiting_it_unlistens_and_listens_again_for_the_next(
     assert heard == ["inbox:first-wait", "inbox:second-wait"]
 
 
-def _listener_terminate(admin: psycopg.Connection[Any]) -> None:
-    """End the transport's connection from the server's side, as a restart would."""
+def _transport_terminate(admin: psycopg.Connection[Any]) -> None:
+    """End the transport's connections from the server's side, as a restart would."""
     admin.execute(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-        "WHERE application_name = 'ai-memory wake listener'"
+        "WHERE application_name = 'ai-memory wake transport'"
     )
 
 
@@ -268,7 +268,7 @@ def test_after_its_connection_is_cut_it_reconnects_and_every_parked_call_looks_a
     assert transport.connects == 1
 
     with psycopg.connect(_dsn(), autocommit=True) as admin:
-        _listener_terminate(admin)
+        _transport_terminate(admin)
 
     # Nothing was published, but what was meanwhile could have been lost: it looks again.
     assert woken.wait(10)
