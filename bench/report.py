@@ -307,10 +307,13 @@ gives its turn back and waits in a thread of the pool with no database connectio
 `threads` is plain gthread with 320 threads, every call running at once. Rates are the
 median of alternating rounds with and without the parked calls (or slow clients); a
 ratio is the median of each round's own ratio, so the machine's drift falls on both
-alike; latencies are as sent. Each load with parked
-calls starts once they have all parked (the server's processes gone quiet). Memory per
-parked call is the servers' resident memory with them parked less that before the first
-park, divided by their number; the peak is the largest `VmHWM` of one process.
+alike; latencies are as sent. Each load with parked calls starts once they have all
+parked (the server's processes gone quiet), and each measured load, with or without
+them, follows one second of the same load not measured: the parking closes the database
+connections of the threads that keep one, and the first second after reconnects them
+(see the hot path's "Serving parked calls"). Memory per parked call is the servers'
+resident memory with them parked less that before the first park, divided by their
+number; the peak is the largest `VmHWM` of one process.
 """
     ]
     for key in ("sqlite", "postgresql"):
