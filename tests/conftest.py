@@ -7,8 +7,9 @@ charlie has no access to it at all.
 from __future__ import annotations
 
 import json
+import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,6 +163,24 @@ class Parks:
     def until(self, count: int) -> None:
         with self._changed:
             assert self._changed.wait_for(lambda: self.count >= count, timeout=10), self.count
+
+
+@pytest.fixture
+def wakeups_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process's wake registry empty and with no transport: wakes stay in-process."""
+    monkeypatch.setattr(wakeups, "_registry", wakeups._Registry())
+    monkeypatch.setattr(wakeups, "_transport", None)
+    monkeypatch.setattr(wakeups, "_listen", None)
+    monkeypatch.setattr(wakeups, "_unlisten", None)
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """(client, server) ends of a connected socket pair."""
+    client, server = socket.socketpair()
+    yield client, server
+    client.close()
+    server.close()
 
 
 @pytest.fixture

@@ -10,29 +10,13 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
 
 import pytest
 
 from aimemory_site.gunicorn_worker import _WatchedClient
 from aimemory_site.lib import wakeups
 
-
-@pytest.fixture(autouse=True)
-def _fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(wakeups, "_registry", wakeups._Registry())
-    monkeypatch.setattr(wakeups, "_transport", None)
-    monkeypatch.setattr(wakeups, "_listen", None)
-    monkeypatch.setattr(wakeups, "_unlisten", None)
-
-
-@pytest.fixture
-def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
-    """(client, server) ends of a connected socket pair."""
-    client, server = socket.socketpair()
-    yield client, server
-    client.close()
-    server.close()
+pytestmark = pytest.mark.usefixtures("wakeups_alone")
 
 
 class _CountedClient(_WatchedClient):

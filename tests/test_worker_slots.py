@@ -13,7 +13,6 @@ import io
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -30,15 +29,6 @@ POST_HEAD = (
     b"POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
     b"Content-Length: %d\r\n\r\n"
 )
-
-
-@pytest.fixture
-def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
-    """(client, server) ends of a connected socket pair."""
-    client, server = socket.socketpair()
-    yield client, server
-    client.close()
-    server.close()
 
 
 def _conn(sock: socket.socket, held: bytes = b"") -> Any:

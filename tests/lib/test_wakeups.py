@@ -8,13 +8,7 @@ import pytest
 
 from aimemory_site.lib import wakeups
 
-
-@pytest.fixture(autouse=True)
-def _fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(wakeups, "_registry", wakeups._Registry())
-    monkeypatch.setattr(wakeups, "_transport", None)
-    monkeypatch.setattr(wakeups, "_listen", None)
-    monkeypatch.setattr(wakeups, "_unlisten", None)
+pytestmark = pytest.mark.usefixtures("wakeups_alone")
 
 
 def _park_in_thread(
