@@ -66,7 +66,7 @@ MAX_QUEUED_TOPICS = 10_000
 #: connection; afterwards a reconnect never holds a call back, as every parked call looks
 #: again once the connection is back.
 LISTEN_READY_SECONDS = 1.0
-#: Backoff between reconnects of the listener while the database is down.
+#: Backoff between reconnects of the transport while the database is down.
 RECONNECT_MIN_SECONDS = 0.5
 RECONNECT_MAX_SECONDS = 5.0
 #: The longest the transport waits for a connection.

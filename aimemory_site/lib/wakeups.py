@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from time import monotonic
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from django.db import connections
 
@@ -43,6 +43,7 @@ CLIENT_CHECK_SECONDS = 1.0
 CLIENT_GONE = "aimemory.client_gone"
 
 
+@runtime_checkable
 class WatchableClient(Protocol):
     """A ``client_gone`` that can also be watched: ``watch(wake)`` has ``wake()`` called
     (from another thread) once the client goes, and returns the function that stops
@@ -273,8 +274,7 @@ def _park(waiter: Waiter, deadline: float, client_gone: Callable[[], bool] | Non
     # its connection: closing it would end the transaction under the caller.
     if not any(connection.in_atomic_block for connection in connections.all(initialized_only=True)):
         connections.close_all()
-    watch = getattr(client_gone, "watch", None)
-    unwatch = watch(waiter.wake) if watch is not None else None
+    unwatch = client_gone.watch(waiter.wake) if isinstance(client_gone, WatchableClient) else None
     asked = client_gone if unwatch is None else None
     pair = getattr(_park_hooks, "pair", None)
     if pair is not None:

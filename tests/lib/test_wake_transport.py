@@ -112,6 +112,22 @@ def test_a_publication_goes_out_as_a_notify(transport: wake_transport._PostgresT
     }
 
 
+def test_a_topic_longer_than_a_channel_name_is_carried(
+    transport: wake_transport._PostgresTransport,
+) -> None:
+    """A session id runs to 200 characters; PostgreSQL cuts a channel's name at 63."""
+    topic = wakeups.session_topic("s" * 200)
+    woken, answers = threading.Event(), list[object]()
+    thread = _park(topic, woken, answers)
+
+    _notify(topic)
+
+    assert woken.wait(5)
+    thread.join(5)
+    assert answers == ["woken"]
+    assert len(wake_channel(topic)) <= 63
+
+
 def test_a_process_hears_only_the_topics_its_calls_wait_on(
     transport: wake_transport._PostgresTransport, monkeypatch: pytest.MonkeyPatch
 ) -> None:
