@@ -1,4 +1,4 @@
-"""The PostgreSQL wake transport in this process: NOTIFYs in, wakes out, a channel per
+"""The wake transports in this process. PostgreSQL: NOTIFYs in, wakes out, a channel per
 topic listened only while a call waits on it, and back after its connection is cut.
 Across processes and hosts: tests/test_wait_serving.py."""
 
@@ -18,7 +18,7 @@ import pytest
 from django.db import connection
 
 from aimemory_site.lib import wake_transport, wakeups
-from aimemory_site.lib.wake_transport import wake_channel, wake_dir
+from aimemory_site.lib.wake_transport import topic_digest, wake_channel, wake_dir
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -303,25 +303,82 @@ def test_the_wake_dir_is_in_the_data_dir_unless_its_path_is_too_long(tmp_path: P
 def test_the_socket_transport_is_found_by_publishers_only_while_a_call_waits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SQLite's transport: a process's socket is bound once, and named where publishers
-    look only between the first ``listen`` and the last ``unlisten``; what is sent to it
-    meanwhile wakes the calls parked here."""
+    """SQLite's transport: a process's socket is bound once, and linked where publishers
+    of a topic look only between the first ``listen`` of that topic and its last
+    ``unlisten``; what is sent there meanwhile wakes the calls parked here."""
     monkeypatch.setattr(wakeups, "_registry", wakeups._Registry())
     transport = wake_transport._SocketTransport(tmp_path / "wake")
-    visible = tmp_path / "wake" / f"{os.getpid()}.sock"
+    linked = tmp_path / "wake" / topic_digest("inbox:a") / f"{os.getpid()}.sock"
 
     transport.listen(frozenset({"inbox:a"}))
-    transport.listen(frozenset({"inbox:b"}))
-    assert visible.exists()
+    transport.listen(frozenset({"inbox:a", "inbox:b"}))
+    assert linked.exists()
     transport.unlisten(frozenset({"inbox:a"}))
-    assert visible.exists()  # one call still waits
+    assert linked.exists()  # one call still waits on it
 
     with wakeups.wake_subscription(["inbox:by-datagram"]) as waiter:
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as publisher:
-            publisher.sendto(json.dumps(["inbox:by-datagram"]).encode(), str(visible))
+            publisher.sendto(json.dumps(["inbox:by-datagram"]).encode(), str(linked))
         assert waiter.wait(5)
 
-    transport.unlisten(frozenset({"inbox:b"}))
-    assert not visible.exists()
+    transport.unlisten(frozenset({"inbox:a", "inbox:b"}))
+    assert not linked.exists()
+    assert not linked.parent.exists()  # no process's link is left in it
     assert (tmp_path / "wake" / f".{os.getpid()}.sock").exists()  # still bound
     transport.send(frozenset({"inbox:unheard"}))  # finds no one, and raises nothing
+
+
+def _other_process_listening(wake: Path, pid: int, topics: Iterable[str]) -> socket.socket:
+    """A socket standing for process ``pid``'s, linked where publishers of ``topics``
+    look, as its transport links it."""
+    wake.mkdir(exist_ok=True)
+    receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    receiver.bind(str(wake / f".{pid}.sock"))
+    receiver.settimeout(0.5)
+    for topic in topics:
+        (wake / topic_digest(topic)).mkdir(exist_ok=True)
+        os.link(wake / f".{pid}.sock", wake / topic_digest(topic) / f"{pid}.sock")
+    return receiver
+
+
+def test_a_publication_reaches_only_the_processes_waiting_on_its_topics(
+    tmp_path: Path,
+) -> None:
+    """With one socket name for all, every send woke the receiver thread of every process
+    with a parked call, and 500 parked pops cost sends a tenth of their rate."""
+    wake = tmp_path / "wake"
+    transport = wake_transport._SocketTransport(wake)
+    with (
+        _other_process_listening(wake, 1, ["inbox:a", "inbox:b"]) as both,
+        _other_process_listening(wake, 2, ["inbox:b"]) as other,
+    ):
+        transport.send(frozenset({"inbox:a", "inbox:c"}))
+        assert json.loads(both.recv(4096)) == ["inbox:a"]
+        with pytest.raises(TimeoutError):
+            other.recv(4096)
+
+        transport.send(frozenset({"inbox:a", "inbox:b"}))
+        assert json.loads(both.recv(4096)) == ["inbox:a", "inbox:b"]  # one datagram
+        assert json.loads(other.recv(4096)) == ["inbox:b"]
+        with pytest.raises(TimeoutError):
+            both.recv(4096)
+
+
+def test_a_publisher_removes_the_link_of_a_process_that_has_died(tmp_path: Path) -> None:
+    wake = tmp_path / "wake"
+    _other_process_listening(wake, 1, ["inbox:a"]).close()  # bound, then gone
+    wake_transport._SocketTransport(wake).send(frozenset({"inbox:a"}))
+    assert not (wake / topic_digest("inbox:a") / "1.sock").exists()
+
+
+def test_a_process_binding_its_socket_clears_what_dead_ones_left(tmp_path: Path) -> None:
+    wake = tmp_path / "wake"
+    dead = 2**22 + 1  # above the kernel's largest pid
+    _other_process_listening(wake, dead, ["inbox:a"]).close()
+    _other_process_listening(wake, os.getpid(), ["inbox:b"]).close()  # an earlier life
+    transport = wake_transport._SocketTransport(wake)
+    transport.listen(frozenset({"inbox:c"}))
+    assert sorted(p.name for p in wake.iterdir()) == [
+        f".{os.getpid()}.sock",
+        topic_digest("inbox:c"),
+    ]
