@@ -5,9 +5,11 @@ Run alone as ``python -m bench.waiting`` (it merges its figures into
 ``python -m bench.run``. For each database it starts ``ai-memory serve`` as a user would
 and measures, in one run against one server:
 
-- **parked**: send and pop at 8 clients (wrk) with no call parked and with 500 pops parked
-  on 500 empty inboxes (each re-parking when its 60 s are up), in alternating rounds; the
-  resident memory of every server process with and without them.
+- **parked**: send and pop at 8 clients (wrk) on two servers of one build, each on a
+  database of its own: one with 500 pops parked on 500 empty inboxes throughout (each
+  parking again when its 60 s are up, their ends spread over the minute), the other with
+  none; their loads take turns, round by round. The resident memory of every server
+  process before and with the parked calls.
 - **wake**: the latency from a send's answer to the answer of the pop it released, for a pop
   parked in one server and a send through another on the same database (two ``ai-memory
   serve`` processes: on SQLite two process trees on one host, on PostgreSQL what two hosts
@@ -24,6 +26,7 @@ parked calls give their turn back), and plain gthread with a thread per call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -83,8 +86,11 @@ def _send_body(project: str, body: str = "wake up") -> dict[str, Any]:
 
 class Parkers:
     """``count`` pops parked on ``bench/park-N`` from one asyncio loop in a thread of its
-    own; each parks again when its wait is up, until ``stop``. With ``server``, the
-    constructor returns once the server's processes have gone quiet: every pop parked."""
+    own; each parks again when its wait is up, until ``stop``. The first waits run from
+    1 to 60 s, so that afterwards one of the ``count`` parks again every 60 / ``count``
+    seconds, as waits that began at any time do: all at once, 500 of them took seconds to
+    park again, in the middle of a measured load. With ``server``, the constructor
+    returns once the server's processes have gone quiet: every pop parked."""
 
     def __init__(
         self, base: str, count: int, prefix: str = "park", server: Server | None = None
@@ -122,8 +128,11 @@ class Parkers:
 
     async def _park(self, client: httpx.AsyncClient, n: int) -> None:
         assert self._stopping is not None
+        wait = max(1, round(60 * (n + 1) / self.count))
         while not self._stopping.is_set():
-            request = client.post("/api/v1/messages/pop", json=_pop_body(f"{self.prefix}-{n}", 60))
+            body = _pop_body(f"{self.prefix}-{n}", wait)
+            wait = 60
+            request = client.post("/api/v1/messages/pop", json=body)
             self.sent += 1
             try:
                 answer = await request
@@ -183,49 +192,59 @@ def _summary(runs: list[Load]) -> dict[str, float]:
     }
 
 
-def parked(server: Server) -> dict[str, Any]:
-    """Send and pop at 8 clients with none parked and with ``PARKED`` parked, in
-    alternating rounds; memory with and without them."""
+def parked(idle: Server, busy: Server) -> dict[str, Any]:
+    """Send and pop at 8 clients on ``idle``, with no call parked, and on ``busy``, with
+    ``PARKED`` parked throughout; the two take turns load by load, in alternating order.
+
+    Two servers of one build, each on a database of its own, rather than one server with
+    the calls parked and unparked round by round: each round's 500 parks and their ends
+    left the next load a second of reconnects (the parks close the connections of the
+    threads that keep one; docs/hot-path.md#serving-parked-calls) and a server that had
+    just been busy, and the ratio swung by a tenth and more between runs. Here the
+    parked calls are as a server that has them sees them: there all along, one of them
+    parking again every 60 / ``PARKED`` seconds."""
     runs: dict[str, list[Load]] = {
         f"{load}_{mode}": [] for load in ("send", "pop") for mode in ("idle", "parked")
     }
+    # Before any call parked: the threads a park starts keep their stacks afterwards.
+    rss_before = _rss_total(busy)
     rss_idle: list[int] = []
     rss_parked: list[int] = []
-    # Before any call parked: the threads a park starts keep their stacks afterwards.
-    rss_before = _rss_total(server)
-    peak = peak_process = 0
-    for n in range(ROUNDS):
-        for mode in ("idle", "parked") if n % 2 == 0 else ("parked", "idle"):
-            parkers = Parkers(server.base, PARKED, server=server) if mode == "parked" else None
-            try:
-                (rss_parked if parkers else rss_idle).append(_rss_total(server))
-                for load in ("send", "pop"):
+    parkers = Parkers(busy.base, PARKED, server=busy)
+    try:
+        for n in range(ROUNDS):
+            turns = [(idle, "idle"), (busy, "parked")]
+            for load in ("send", "pop"):
+                for server, mode in turns if n % 2 == 0 else turns[::-1]:
                     if load == "pop":
                         server.seed("stock", STOCKED, 100)
-                    # Not measured: 500 calls parking at once take the threads that keep
-                    # a database connection and close it as they park, and the first
-                    # second after reconnects them (send ran at 0.89 measured from the
-                    # start, 1.00 after this; docs/hot-path.md#serving-parked-calls).
+                    # Not measured: the first second of a load after a pause reconnects
+                    # the threads whose connections a park closed meanwhile, in both.
                     _load(server.base, load, 8, WARM_SECONDS)
                     runs[f"{load}_{mode}"].append(_load(server.base, load, 8, SECONDS))
-                peak = max(peak, _rss_total(server, "VmHWM"))
-                peak_process = max(peak_process, _rss_largest(server, "VmHWM"))
-            finally:
-                if parkers is not None:
-                    parkers.stop()
+            rss_idle.append(_rss_total(idle))
+            rss_parked.append(_rss_total(busy))
+        peak = _rss_total(busy, "VmHWM")
+        peak_process = _rss_largest(busy, "VmHWM")
+        parked_errors = parkers.errors
+    finally:
+        parkers.stop()
     figures: dict[str, Any] = {name: _summary(loads) for name, loads in runs.items()}
-    idle_kib, parked_kib = statistics.median(rss_idle), statistics.median(rss_parked)
+    parked_kib = statistics.median(rss_parked)
     figures |= {
         "parked": PARKED,
         "rss_before_kib": rss_before,
-        "rss_idle_kib": idle_kib,
+        "rss_idle_kib": statistics.median(rss_idle),
         "rss_parked_kib": parked_kib,
         "peak_kib": peak,
         "peak_process_kib": peak_process,
-        "processes": len([k for k in server.rss_kib() if k.endswith("VmRSS")]),
+        "processes": len([k for k in busy.rss_kib() if k.endswith("VmRSS")]),
         "kib_per_parked": (parked_kib - rss_before) / PARKED,
+        "parker_errors": parked_errors,
         "send_ratio": _paired_ratio(runs["send_idle"], runs["send_parked"]),
         "pop_ratio": _paired_ratio(runs["pop_idle"], runs["pop_parked"]),
+        "send_round_ratios": _round_ratios(runs["send_idle"], runs["send_parked"]),
+        "pop_round_ratios": _round_ratios(runs["pop_idle"], runs["pop_parked"]),
     }
     return figures
 
@@ -234,7 +253,11 @@ def _paired_ratio(without: list[Load], with_: list[Load]) -> float:
     """The median of each round's rate with over its rate without: the two loads of a
     round run back to back, so the run's drift (the database grows with every send)
     falls on both alike."""
-    return statistics.median(b.rps / a.rps for a, b in zip(without, with_, strict=True))
+    return statistics.median(_round_ratios(without, with_))
+
+
+def _round_ratios(without: list[Load], with_: list[Load]) -> list[float]:
+    return [round(b.rps / a.rps, 3) for a, b in zip(without, with_, strict=True)]
 
 
 def _park_one(client: httpx.Client, answered: list[float], claimed: list[Any]) -> None:
@@ -408,7 +431,9 @@ def bench_waiting(label: str, database_url: str | None, workdir: Path) -> dict[s
         server = _served(env, workdir, arguments, f"server-{design}")
         try:
             try:
-                out["designs"][design] = {"parked": parked(server), "slow": slow_clients(server)}
+                with _busy_twin(database_url, workdir / f"busy-{design}", arguments) as busy:
+                    figures = parked(server, busy)
+                out["designs"][design] = {"parked": figures, "slow": slow_clients(server)}
             except SystemExit as failed:  # a seed or load that could not run: a finding too
                 out["designs"][design] = {"failed": str(failed).splitlines()[-1][:300]}
                 continue
@@ -423,6 +448,20 @@ def bench_waiting(label: str, database_url: str | None, workdir: Path) -> dict[s
         finally:
             server.stop()
     return out
+
+
+@contextmanager
+def _busy_twin(database_url: str | None, workdir: Path, design: list[str]) -> Iterator[Server]:
+    """A second server of the same build and design, on a database of its own (a fresh
+    PostgreSQL database beside ``database_url``'s, or a data dir of its own on SQLite),
+    for the parked calls."""
+    with contextlib.ExitStack() as stack:
+        url = None if database_url is None else stack.enter_context(postgres_database())
+        if database_url is not None and url is None:
+            raise SystemExit("PostgreSQL is not reachable for the second server")
+        server = _served(_environment(workdir, url), workdir, design, "server")
+        stack.callback(server.stop)
+        yield server
 
 
 def waiting_figures(
