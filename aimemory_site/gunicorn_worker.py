@@ -100,6 +100,7 @@ from gunicorn.workers.gthread import ThreadWorker as GthreadWorker
 from aimemory_site.db_deadline import ARRIVED_AT
 from aimemory_site.errors_views import MACHINE_PREFIXES, machine_error_body
 from aimemory_site.lib import wakeups
+from aimemory_site.lib.db_spares import connections_let_go, spares_count
 from aimemory_site.lib.errors import AppError, Code
 from aimemory_site.lib.wake_transport import transport_install
 
@@ -153,12 +154,19 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
 
         holders: set[int] = set()  # threads that keep their database connection
         holders_lock = threading.Lock()
-        keep = self.cfg.threads + CONNECTION_KEEPERS_BEYOND_SLOTS
+        keep: int = self.cfg.threads + CONNECTION_KEEPERS_BEYOND_SLOTS
+
+        def room(spares: int) -> bool:
+            # The connections kept, by threads and as spares, stay within ``keep``.
+            with holders_lock:
+                return len(holders) + spares < keep
 
         def release() -> None:
-            # The park has closed this thread's connections (lib.wakeups._park).
+            # A parked call holds no connection: its thread's go to the spares, for the
+            # next thread that needs one (lib.db_spares), or are closed.
             with holders_lock:
                 holders.discard(threading.get_ident())
+            connections_let_go(room)
             with self._parked_lock:
                 self._parked += 1
             slots.release()
@@ -176,7 +184,7 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
                 with wakeups.parking_hooks(release, reacquire):
                     return application(environ, start_response)
             finally:
-                _connections_kept_or_closed(holders, holders_lock, keep)
+                _connections_kept_or_let_go(holders, holders_lock, keep, room)
                 if not held:
                     slots.release()
 
@@ -722,24 +730,30 @@ def _holds_a_connection() -> bool:
     return any(c.connection is not None for c in connections.all(initialized_only=True))
 
 
-def _connections_kept_or_closed(holders: set[int], lock: threading.Lock, keep: int) -> None:
+def _connections_kept_or_let_go(
+    holders: set[int], lock: threading.Lock, keep: int, room: Callable[[int], bool]
+) -> None:
     """After a request: let this thread keep its database connections (persistent, as
-    ``CONN_MAX_AGE`` asks) if it is one of the ``keep`` threads that do, else close them.
+    ``CONN_MAX_AGE`` asks) if it is one of the ``keep`` threads that do, else let go of
+    them (to the spares while there is ``room``, else closed).
 
     The pool has ``PARKING_THREADS`` more threads than slots, and any idle one may take
     the next request: were each to keep the connection it opened, a process would come to
     hold one per thread that ever ran a request, hundreds, past PostgreSQL's
-    ``max_connections``. So at most as many threads as run at once keep one."""
+    ``max_connections``. So at most ``keep`` connections are kept, by threads and as
+    spares together."""
     ident = threading.get_ident()
+    # Counted before the lock: ``room`` takes it inside the spares' own.
+    spares = spares_count()
     with lock:
         if ident in holders:
             return
         if not _holds_a_connection():
             return
-        if len(holders) < keep:
+        if len(holders) + spares < keep:
             holders.add(ident)
             return
-    connections.close_all()
+    connections_let_go(room)
 
 
 def offering_client_gone(application: WsgiApp) -> WsgiApp:

@@ -25,8 +25,7 @@ from contextlib import contextmanager
 from time import monotonic
 from typing import Protocol, TypeVar, runtime_checkable
 
-from django.db import connections
-
+from aimemory_site.lib.db_spares import connections_let_go
 from aimemory_site.lib.errors import BadRequest, Code
 from aimemory_site.lib.limits import WAIT_SECONDS_MAX, whole_number
 
@@ -268,18 +267,19 @@ def _park(waiter: Waiter, deadline: float, client_gone: Callable[[], bool] | Non
     The asking needs no database and no slot: the call gives its slot back once for the
     whole park (500 parked calls taking one each second to ask stood in the queue of
     the requests that run)."""
-    # A parked call holds no database connection, transaction or lock: this thread's
-    # connections are closed before it parks (the look after the wake opens a new one).
-    # A caller inside a transaction (only a test's, which wraps each test in one) keeps
-    # its connection: closing it would end the transaction under the caller.
-    if not any(connection.in_atomic_block for connection in connections.all(initialized_only=True)):
-        connections.close_all()
-    unwatch = client_gone.watch(waiter.wake) if isinstance(client_gone, WatchableClient) else None
-    asked = client_gone if unwatch is None else None
     pair = getattr(_park_hooks, "pair", None)
     if pair is not None:
-        pair[0]()  # release
+        pair[0]()  # release: the worker lets go of this thread's connections for others
+    unwatch = None
     try:
+        # A parked call holds no database connection, transaction or lock: whatever
+        # this thread still holds is closed before it parks (the look after the wake
+        # takes a spare or connects; lib.db_spares). A caller inside a transaction (only
+        # a test's, which wraps each test in one) keeps its connection.
+        connections_let_go()
+        if isinstance(client_gone, WatchableClient):
+            unwatch = client_gone.watch(waiter.wake)
+        asked = client_gone if unwatch is None else None
         while True:
             remaining = deadline - monotonic()
             if remaining <= 0:

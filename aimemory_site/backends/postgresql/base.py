@@ -33,6 +33,7 @@ from aimemory_site.db_deadline import (
     TimeoutTranslatingErrors,
     current_budget,
 )
+from aimemory_site.lib.db_spares import spare_take
 
 RV = TypeVar("RV")
 
@@ -93,6 +94,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
         return TimeoutTranslatingErrors(self, _is_timeout)
 
     def get_new_connection(self, conn_params: Any) -> Any:
+        spare = spare_take(self.alias, self.settings_dict["CONN_MAX_AGE"])
+        if spare is not None:
+            return spare[0]
         budget = current_budget()
         if budget is None:
             return super().get_new_connection(conn_params)
@@ -105,6 +109,12 @@ class DatabaseWrapper(base.DatabaseWrapper):
             return super().get_new_connection({**conn_params, "connect_timeout": seconds})
         finally:
             budget.remaining -= monotonic() - started
+
+    def connection_detach(self) -> tuple[Any, dict[str, Any]]:
+        """The open connection, for another thread's wrapper (``lib.db_spares``); this
+        one is left as a closed one."""
+        connection, self.connection = self.connection, None
+        return connection, {}
 
     def is_usable(self) -> bool:
         """Whether the open connection can serve another request, told without asking

@@ -44,6 +44,7 @@ from django.conf import settings
 from django.db.backends.sqlite3 import base
 
 from aimemory_site.db_deadline import Budget, DatabaseTimeout, current_budget
+from aimemory_site.lib.db_spares import spare_take
 
 logger = logging.getLogger(__name__)
 
@@ -442,6 +443,11 @@ class DatabaseWrapper(base.DatabaseWrapper):
         return min(self._configured_busy_timeout_ms, steps * _BUSY_TIMEOUT_STEP_MS)
 
     def get_new_connection(self, conn_params: Any) -> Any:
+        spare = spare_take(self.alias, self.settings_dict["CONN_MAX_AGE"])
+        if spare is not None:
+            connection, state = spare
+            self._busy_timeout_ms = state["busy_timeout_ms"]
+            return connection
         self._make_database_dir(conn_params)
         wanted = self._wanted_busy_timeout_ms()
         connection = super().get_new_connection({**conn_params, "timeout": wanted / 1000})
@@ -546,6 +552,17 @@ class DatabaseWrapper(base.DatabaseWrapper):
             super()._rollback()  # type: ignore[misc]  # private in django-stubs
         finally:
             self._writer_lock_release()
+
+    def connection_detach(self) -> tuple[Any, dict[str, Any]]:
+        """The open connection and its busy timeout, for another thread's wrapper
+        (``lib.db_spares``); this one is left as a closed one. Outside a transaction
+        this wrapper holds no writer lock; its lock file is closed as ``_close`` does."""
+        connection, self.connection = self.connection, None
+        self._writer_lock_release()
+        if self._writer_lock_fd is not None:
+            os.close(self._writer_lock_fd)
+            self._writer_lock_fd = None
+        return connection, {"busy_timeout_ms": self._busy_timeout_ms}
 
     def _close(self) -> None:
         try:
