@@ -1,5 +1,5 @@
 """Open database connections that threads of this process have let go of, for the next
-thread of the process that connects (docs/reference.md#how-a-parked-call-is-served).
+thread of the process that connects (docs/reference.md#waiting-and-waking).
 
 A parked call holds no database connection, transaction or lock. Its thread used to
 close its connections as it parked, and the next request on a thread without one
