@@ -296,6 +296,16 @@ def _mib(kib: float | None) -> str:
     return "not measured" if kib is None else f"{kib / 1024:,.0f} MiB"
 
 
+def _failure_cause(failure: str) -> str:
+    """The part of a failed run's last error line that names its cause.
+
+    A database's own refusal ("FATAL:  sorry, too many clients already") says more than
+    the driver's wrapping of it, which repeats the address.
+    """
+    _, fatal, cause = failure.partition("FATAL:")
+    return f"the database refused a connection: {' '.join(cause.split())}" if fatal else failure
+
+
 def _waiting_section(waiting: dict[str, Any]) -> str:
     """The waiting-and-waking part (``bench.waiting``), measured at its own time."""
     parts = [
@@ -304,14 +314,15 @@ def _waiting_section(waiting: dict[str, Any]) -> str:
 Measured by `python -m bench.waiting` (also part of `make bench`) at {waiting["measured_at"]}
 UTC. Design `slots` is the default worker (`--threads` requests run at once; a parked call
 gives its turn back and waits in a thread of the pool with no database connection);
-`threads` is plain gthread with 320 threads, every call running at once. Rates are the
-median of alternating rounds with and without the parked calls (or slow clients); a
-ratio is the median of each round's own ratio, so the machine's drift falls on both
-alike; latencies are as sent. Each load with parked calls starts once they have all
-parked (the server's processes gone quiet), and each measured load, with or without
-them, follows one second of the same load not measured: the parking closes the database
-connections of the threads that keep one, and the first second after reconnects them
-(see the hot path's "Serving parked calls"). Memory per parked call is the servers'
+`threads` is plain gthread with 320 threads, every call running at once. "Parked": two
+servers of one build, each on a database of its own, one with the pops parked throughout
+(their first waits end over the first minute, so that one parks again every 60 / their
+number seconds, as waits that began at any time do), the other with none; their loads
+take turns, in alternating order, and a ratio is the median of each round's own ratio,
+so the machine's drift falls on both alike. "Slow clients": one server, with and without
+them, in alternating rounds. Latencies are as sent. Each load with parked calls starts
+once they have all parked (the server's processes gone quiet), and each measured load
+follows one second of the same load not measured. Memory per parked call is the server's
 resident memory with them parked less that before the first park, divided by their
 number; the peak is the largest `VmHWM` of one process.
 """
@@ -323,7 +334,9 @@ number; the peak is the largest `VmHWM` of one process.
         rows, targets = [], []
         for design, figures in r["designs"].items():
             if "failed" in figures:
-                rows.append(f"| {design} | failed: {figures['failed']} |" + " |" * 11)
+                rows.append(
+                    f"| {design} | failed: {_failure_cause(figures['failed'])} |" + " |" * 11
+                )
                 continue
             p, slow = figures["parked"], figures["slow"]
             rows.append(
