@@ -1,8 +1,9 @@
 """The django-ninja API objects, with the app routers mounted.
 
 ``api`` is the JSON API at ``/api/v1/``; ``hooks_api`` carries the lifecycle-hook route
-``GET /handoff`` at the root. Both share authentication and the error mapping of
-``aimemory_site.lib.api``, so every error body is ``{"detail": "<message>", "code": "..."}``.
+``GET /handoff`` at the root. Both share authentication (an anonymous caller's
+is confirmed as late as it can be: ``projects.auth.OpenServerCheck``) and the error
+mapping of ``aimemory_site.lib.api``, so every error body is ``{"detail": "<message>", "code": "..."}``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from aimemory_site.onstart.api import hooks_router
 from aimemory_site.onstart.api import router as onstart_router
 from messaging.api import router as messaging_router
 from projects.api import router as projects_router
-from projects.auth import principal_from_authorization
+from projects.auth import principal_from_authorization_deferred
 
 api = NinjaAPI(
     title="ai-memory server",
@@ -23,7 +24,7 @@ api = NinjaAPI(
         "Claim-once cross-project inboxes for coding agents. Every error answers "
         '`{"detail": "...", "code": "..."}`.'
     ),
-    auth=BearerAuth(principal_from_authorization),
+    auth=BearerAuth(principal_from_authorization_deferred),
     urls_namespace="api",
 )
 error_handlers_install(api)
@@ -34,7 +35,7 @@ api.add_router("", messaging_router)
 hooks_api = NinjaAPI(
     title="ai-memory lifecycle hooks",
     version="1",
-    auth=BearerAuth(principal_from_authorization),
+    auth=BearerAuth(principal_from_authorization_deferred),
     urls_namespace="hooks",
     docs_url=None,
     openapi_url=None,

@@ -1,4 +1,5 @@
-"""Request checks that run before any view: the size limit and the request guard."""
+"""Request checks around every view: the size limit, the request guard, the machine
+error answers and the unconfirmed caller's 401."""
 
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ from aimemory_site.lib.errors import (
     BadRequest,
     PayloadTooLarge,
     RequestTimeout,
+    Unauthorized,
     error_response,
 )
+from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.request_guard import json_request_refusal, url_text_refusal
 
 logger = logging.getLogger(__name__)
@@ -257,6 +260,31 @@ class MachineErrorMiddleware:
         if is_machine(request):
             return machine_error(request, 503)
         return error_page("503.html", 503)
+
+
+class UnconfirmedCallerMiddleware:
+    """Answer 401 where the JSON API let an anonymous caller in unconfirmed and the
+    server turns out to be closed (docs/operating.md#authentication).
+
+    The API asks whether the server is open as late as it can (``projects.auth.
+    OpenServerCheck``): a route's project look-up reads it on the way, and anything that
+    reads the caller first asks it alone, so nothing is decided for a caller not let in.
+    What answers without either (a body refused before the route read its caller, say)
+    is asked here, and a closed server's answer replaces it, as when the API asked first.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        principal = getattr(request, "auth", None)
+        if isinstance(principal, Principal) and principal.open_server_check is not None:
+            try:
+                principal.open_server_check.confirm()
+            except Unauthorized as refused:
+                return error_response(refused)
+        return response
 
 
 # Headers that describe the replaced body, not the answer.

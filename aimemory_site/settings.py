@@ -206,6 +206,8 @@ MIDDLEWARE = [
     # costs one statement and changes nothing; inside MachineErrorMiddleware, whose JSON
     # answers it needs nothing from (its 429 is JSON already).
     "aimemory_site.rate_limit_middleware.RateLimitMiddleware",
+    # Inside MachineErrorMiddleware, whose 503 answers a database error of its question.
+    "aimemory_site.middleware.UnconfirmedCallerMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

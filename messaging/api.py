@@ -36,7 +36,7 @@ def messages_send(request: HttpRequest, payload: MessageSendIn) -> HttpResponse:
     201 for a new message; 200 when ``idempotency_key`` replays an earlier send.
     """
     sent = services.message_send(
-        principal=principal_of(request),
+        principal=principal_of(request, access_confirms=True),
         to_workspace=payload.to_workspace,
         to_project=payload.to_project,
         from_workspace=payload.from_workspace,
@@ -54,7 +54,7 @@ def messages_send(request: HttpRequest, payload: MessageSendIn) -> HttpResponse:
 def messages_list(request: HttpRequest, query: Query[MessageListQuery]) -> HttpResponse:
     """List pending messages, oldest first, without claiming them (limit clamped to 1..200)."""
     messages = message_list(
-        principal=principal_of(request),
+        principal=principal_of(request, access_confirms=True),
         workspace=query.workspace,
         project=query.project,
         box=query.box,
@@ -73,7 +73,7 @@ def messages_pop(request: HttpRequest, payload: MessagePopIn) -> HttpResponse:
     it waits for a message to claim first (docs/reference.md#waiting-and-waking).
     """
     claimed = services.message_pop(
-        principal=principal_of(request),
+        principal=principal_of(request, access_confirms=True),
         workspace=payload.workspace,
         project=payload.project,
         message_id=payload.message_id,

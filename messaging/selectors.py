@@ -37,7 +37,11 @@ def message_list(
     box: str | None = "inbox",
     limit: int | None = None,
 ) -> list[Message]:
-    """Pending messages of a project's inbox or outbox, oldest first. Needs read."""
+    """Pending messages of a project's inbox or outbox, oldest first. Needs read.
+
+    Nothing reads ``principal`` before the access query, which confirms an anonymous
+    caller not yet confirmed (``principal_of(request, access_confirms=True)``).
+    """
     which = box_parse(box)
     scope = project_access(principal, workspace, project, need=Level.READ)
     # Prefetched, not joined: a page of messages names few projects, and building one

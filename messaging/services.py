@@ -145,7 +145,8 @@ def message_send(
     of its question, and one sent without ``in_reply_to`` the check of the question's id
     as its ``in_reply_to`` (linked when valid, silently not otherwise). The message expires
     ``expires_in_seconds`` after it is sent (default ``AI_MEMORY_MESSAGE_TTL``; None:
-    never).
+    never). Nothing reads ``principal`` before the access query, which confirms an
+    anonymous caller not yet confirmed (``principal_of(request, access_confirms=True)``).
     """
     reply_to = in_reply_to_parse(in_reply_to)
     idempotency_key = idempotency_key_parse(idempotency_key)
@@ -421,7 +422,9 @@ def message_pop(
     is up (a look that claims nothing rolls its record back), so a retry sent while it is
     still parked parks too: whichever claims first records the message and both answer
     it, and if the first's time runs out first, the retry answers None at its next look.
-    A call whose client has gone records nothing: its retry waits afresh.
+    A call whose client has gone records nothing: its retry waits afresh. Nothing reads
+    ``principal`` before the access query, which confirms an anonymous caller not yet
+    confirmed (``principal_of(request, access_confirms=True)``).
     """
     named = message_id_parse(message_id)
     reply_to = in_reply_to_parse(in_reply_to)

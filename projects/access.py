@@ -16,6 +16,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from aimemory_site.lib.errors import Code, Forbidden, NotFound
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.sql import uuid_of
+from projects.auth import ANY_TOKEN_SQL
 from projects.models import Grant, Project, Workspace
 
 
@@ -98,18 +99,30 @@ def projects_access(
     one costs. Raw SQL because this runs on every message operation and the ORM spends
     more time compiling the join than the database spends answering it. The projects
     come with their workspaces; fields other than names, mode and creator are deferred.
+    An anonymous caller not yet confirmed (``Principal.unconfirmed``) is confirmed by the
+    same statement, before anything else is decided: ``principal`` may come from
+    ``principal_of(request, access_confirms=True)``.
     """
     user_id = None if principal.sees_everything or principal.user is None else principal.user.pk
     grant = _GRANT_SQL if user_id is not None else "NULL"
+    # An anonymous caller not yet confirmed: whether the server is open comes in the row.
+    check = principal.open_server_check if principal.unconfirmed else None
+    any_token = ANY_TOKEN_SQL if check is not None else "NULL"
     wanted = list(dict.fromkeys(names))
     where = " OR ".join(["(w.name = %s AND p.name = %s)"] * len(wanted))
-    sql = _ACCESS_SQL.format(grant=grant, where=where)
+    sql = _ACCESS_SQL.format(grant=grant, any_token=any_token, where=where)
     params: list[Any] = [user_id] if user_id is not None else []
     for workspace, project in wanted:
         params += [workspace, project]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        rows = {(row[5], row[2]): row for row in cursor.fetchall()}
+        fetched = cursor.fetchall()
+    if check is not None:
+        if fetched:
+            check.settle(bool(fetched[0][7]))
+        else:  # no row to read it from: a closed server's 401 comes before any 404
+            check.confirm()
+    rows = {(row[5], row[2]): row for row in fetched}
     found = []
     for workspace, project in names:
         row = rows.get((workspace, project))
@@ -127,7 +140,8 @@ def project_access(principal: Principal, workspace: str, project: str, *, need: 
 
 
 _ACCESS_SQL = (
-    f"SELECT p.id, p.workspace_id, p.name, p.access_mode, p.created_by_id, w.name, {{grant}} "
+    f"SELECT p.id, p.workspace_id, p.name, p.access_mode, p.created_by_id, w.name, {{grant}}, "
+    f"{{any_token}} "
     f"FROM {Project._meta.db_table} p JOIN {Workspace._meta.db_table} w "
     f"ON w.id = p.workspace_id WHERE {{where}}"
 )

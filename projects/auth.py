@@ -34,13 +34,53 @@ def auth_enabled() -> bool:
     """
     if settings.AI_MEMORY_ROOT_TOKEN:
         return True
+    return _any_token()
+
+
+def _any_token() -> bool:
     # Asked on every anonymous request: a plain statement, not a compiled queryset.
     with connection.cursor() as cursor:
-        cursor.execute(_ANY_TOKEN_SQL)
-        return cursor.fetchone() is not None
+        cursor.execute(f"SELECT {ANY_TOKEN_SQL}")
+        return bool(cursor.fetchone()[0])
 
 
-_ANY_TOKEN_SQL = f"SELECT 1 FROM {ApiToken._meta.db_table} LIMIT 1"
+#: True when any token was ever issued, for a statement that reads it on the way (an
+#: anonymous caller is refused then; see ``OpenServerCheck``).
+ANY_TOKEN_SQL = f"EXISTS (SELECT 1 FROM {ApiToken._meta.db_table})"
+
+_ANONYMOUS_REFUSED = "authentication required: send Authorization: Bearer <token>"
+
+
+class OpenServerCheck:
+    """Whether a server without a root token lets an anonymous caller in: it does until
+    the first user token is issued (``auth_enabled``).
+
+    Asked once a request, as late as a round trip can be saved: the route's project
+    look-up reads it in its own statement (``projects.access.projects_access`` calls
+    ``settle``), and anything else that reads the caller first asks it alone
+    (``Principal.confirmed``). A request that answers without either is answered 401 if
+    the server is closed (``aimemory_site.middleware.UnconfirmedCallerMiddleware``).
+    """
+
+    __slots__ = ("_open",)
+
+    def __init__(self) -> None:
+        self._open: bool | None = None
+
+    @property
+    def answered(self) -> bool:
+        return self._open is not None
+
+    def confirm(self) -> None:
+        if self._open is None:
+            self.settle(_any_token())
+        elif not self._open:
+            raise _unauthorized(_ANONYMOUS_REFUSED)
+
+    def settle(self, any_token: bool) -> None:
+        self._open = not any_token
+        if any_token:
+            raise _unauthorized(_ANONYMOUS_REFUSED)
 
 
 # A token that authenticates: unrevoked, of an active user, matched by its keyed hash
@@ -107,11 +147,20 @@ def principal_from_authorization(header: str | None) -> Principal:
     An anonymous server lets everyone in; with authentication on, a missing, unknown or
     revoked bearer raises Unauthorized.
     """
+    return principal_from_authorization_deferred(header).confirmed()
+
+
+def principal_from_authorization_deferred(header: str | None) -> Principal:
+    """``principal_from_authorization``, except that a caller without a bearer on a
+    server without a root token comes back anonymous with the question whether the
+    server is open still to ask (``OpenServerCheck``): the one surface that answers it
+    on every path, the JSON API, saves a statement on the routes that can read it on the
+    way."""
     key = bearer_of(header)
     if not key:
-        if not auth_enabled():
-            return Principal.anonymous()
-        raise _unauthorized("authentication required: send Authorization: Bearer <token>")
+        if settings.AI_MEMORY_ROOT_TOKEN:
+            raise _unauthorized(_ANONYMOUS_REFUSED)
+        return Principal.anonymous(OpenServerCheck())
     if is_root_token(key):
         return Principal.root()
     token = _live_token(token_hash(key))

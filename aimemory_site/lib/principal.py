@@ -6,8 +6,8 @@ the caller's identity, which every surface and the MCP tool contract pass along.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from django.conf import settings
 
@@ -15,16 +15,50 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 
+class OpenServerCheck(Protocol):
+    """Whether the server is open, for an anonymous caller let in before anyone asked
+    (``projects.auth``, which owns the rule, implements it)."""
+
+    @property
+    def answered(self) -> bool:
+        """Whether the question was asked: by ``confirm`` or ``settle``."""
+
+    def confirm(self) -> None:
+        """Ask now, unless asked already; raise ``Unauthorized`` if the server is closed."""
+
+    def settle(self, any_token: bool) -> None:
+        """Take the answer a statement read on the way (whether any token exists);
+        raise ``Unauthorized`` if the server is closed."""
+
+
 @dataclass(frozen=True)
 class Principal:
-    """The caller of any surface: the anonymous server, root, or a Django user."""
+    """The caller of any surface: the anonymous server, root, or a Django user.
+
+    An anonymous caller may come with ``open_server_check`` still to answer: it was let in
+    before anyone asked whether authentication is on, which is asked as late as one round
+    trip can be saved (docs/operating.md#authentication). ``confirmed`` answers it.
+    """
 
     kind: str  # "anonymous" | "root" | "user"
     user: User | None = None
+    open_server_check: OpenServerCheck | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def anonymous(cls) -> Principal:
-        return cls(kind="anonymous")
+    def anonymous(cls, open_server_check: OpenServerCheck | None = None) -> Principal:
+        return cls(kind="anonymous", open_server_check=open_server_check)
+
+    def confirmed(self) -> Principal:
+        """This caller, once it is known to be let in: an anonymous caller's open-server
+        question is asked now if nothing asked it yet (raises ``Unauthorized``)."""
+        if self.open_server_check is not None:
+            self.open_server_check.confirm()
+        return self
+
+    @property
+    def unconfirmed(self) -> bool:
+        """An anonymous caller whose open-server question is still to ask."""
+        return self.open_server_check is not None and not self.open_server_check.answered
 
     @classmethod
     def root(cls) -> Principal:
