@@ -42,9 +42,11 @@ from aimemory_site.lib.sql import (
 from aimemory_site.lib.wakeups import (
     inbox_topic,
     message_topic,
+    message_topic_sql,
     wait_for,
     wait_seconds_parse,
     wake_publish,
+    wake_unheard_sql,
 )
 from messaging.admission import admission_decide, admission_observe
 from messaging.admission_config import MESSAGE_CANCEL, MESSAGE_POP, MESSAGE_SEND
@@ -239,14 +241,16 @@ def _send_commit(
     # to commit, so nothing but the statements themselves belongs inside.
     statements = _send_statements(message, activities)
     with _write_block(one_query=True):
-        if not _insert_within_bound(statements):
+        inserted, heard = _insert_within_bound(statements)
+        if not inserted:
             raise Conflict(
                 f"the inbox of {recipient} is full: {MAX_PENDING_PER_INBOX} messages are "
                 "pending. Retry after its agents pop some, or cancel messages you sent there.",
                 code=Code.INBOX_FULL,
             )
         admission_observe(MESSAGE_SEND, principal=principal, project=recipient, session=session)
-    wake_publish([inbox_topic(recipient.pk)])
+    if heard:
+        wake_publish([inbox_topic(recipient.pk)])
 
 
 def _write_block(*, one_query: bool) -> contextlib.AbstractContextManager[Any]:
@@ -329,16 +333,23 @@ def _send_statements(message: Message, activities: list[Activity]) -> list[_Stat
         MAX_PENDING_PER_INBOX,
     ]
     activity_params = [value for row in activity_values for value in row]
-    sql = _send_sql(connection.vendor, len(activities))
     if connection.vendor != "postgresql":
+        sql = _send_sql(connection.vendor, len(activities), None)
         return [(sql[0], [*values, *count_params]), (sql[1], activity_params)]
-    return [(sql[0], [message.to_project_id, *values, *count_params, *activity_params])]
+    unheard = wake_unheard_sql("%s")
+    sql = _send_sql(connection.vendor, len(activities), unheard)
+    params = [message.to_project_id, *values, *count_params, *activity_params]
+    if unheard is not None:
+        params.append(inbox_topic(message.to_project_id))
+    return [(sql[0], params)]
 
 
 @functools.cache
-def _send_sql(vendor: str, activity_count: int) -> tuple[str, ...]:
+def _send_sql(vendor: str, activity_count: int, unheard: str | None) -> tuple[str, ...]:
     """The statements of ``_send_statements`` on ``vendor``, built once: two on SQLite,
-    one query string of two statements on PostgreSQL."""
+    one query string of two statements on PostgreSQL, whose answer is whether it
+    inserted and, with ``unheard`` (``wake_unheard_sql`` of the inbox's topic), whether
+    no one can be waiting on the inbox."""
     table, columns = insert_columns(Message)
     activity_table, activity_columns = insert_columns(Activity)
     count_sql = f"SELECT COUNT(*) FROM {table} WHERE {PENDING_IN_INBOX_SQL}"
@@ -359,12 +370,14 @@ def _send_sql(vendor: str, activity_count: int) -> tuple[str, ...]:
         f"SELECT 1 FROM {Project._meta.db_table} WHERE id = %s FOR NO KEY UPDATE; "
         f"WITH m AS (INSERT INTO {table} ({columns}) SELECT {typed_placeholders(Message)} "
         f"WHERE ({count_sql}) < %s RETURNING 1), {activity_inserts} "
-        "SELECT COUNT(*) FROM m",
+        f"SELECT COUNT(*), {unheard or 'false'} FROM m",
     )
 
 
-def _insert_within_bound(statements: list[_Statement]) -> bool:
-    """Run a send's statements unless the inbox is full; say whether it inserted.
+def _insert_within_bound(statements: list[_Statement]) -> tuple[bool, bool]:
+    """Run a send's statements unless the inbox is full; say whether it inserted, and
+    whether a call may be waiting on the inbox (``wake_unheard_sql``: no publication is
+    needed when its statement says none can be; else, or without one, it is).
 
     On SQLite this must run inside the send's transaction; on PostgreSQL it is one.
     """
@@ -373,14 +386,14 @@ def _insert_within_bound(statements: list[_Statement]) -> bool:
             (insert, insert_params), (activities, activity_params) = statements
             cursor.execute(insert, insert_params)
             if cursor.rowcount != 1:
-                return False
+                return False, True
             cursor.execute(activities, activity_params)
-            return True
+            return True, True
         [(lock_and_insert, params)] = statements
         cursor.execute(lock_and_insert, params)
         cursor.nextset()  # past the lock's result, to the insert's count
-        inserted: int = cursor.fetchone()[0]
-        return inserted == 1
+        inserted, unheard = cursor.fetchone()
+        return inserted == 1, not unheard
 
 
 def message_pop(
@@ -551,7 +564,7 @@ class _Pop:
                         inbox=inbox, principal_key=principal.key, request_id=request_id
                     )
                 )
-                row = _claim_run(sql, params, activity_values)
+                row, heard = _claim_run(sql, params, activity_values)
                 if record is not None and row is not None:
                     PopRequest.objects.filter(pk=record.pk).update(
                         message_id=uuid_of(row[_MESSAGE_COLUMN["id"]])
@@ -564,7 +577,8 @@ class _Pop:
         except _NothingClaimed:
             return None
         claimed = _claimed_message(row, inbox)
-        wake_publish([message_topic(claimed.id)])
+        if heard:
+            wake_publish([message_topic(claimed.id)])
         return _Popped(claimed)
 
 
@@ -686,13 +700,22 @@ def _claim_statement(
     if reply_to is not None:
         params.append(db_value(Message, "in_reply_to", reply_to))
     params.append(Message.State.PENDING)
-    sql = _claim_sql(connection.vendor, named=message_id is not None, reply=reply_to is not None)
+    sql = _claim_sql(
+        connection.vendor,
+        named=message_id is not None,
+        reply=reply_to is not None,
+        unheard=wake_unheard_sql(message_topic_sql("c.id")),
+    )
     return sql, params
 
 
-def _claim_run(sql: str, params: list[Any], activity_values: list[Any]) -> Sequence[Any] | None:
+def _claim_run(
+    sql: str, params: list[Any], activity_values: list[Any]
+) -> tuple[Sequence[Any] | None, bool]:
     """Claim, and record the claim in ``activity_values``'s row; the claimed row (its
-    columns, then its sender's names) or None when nothing was claimed.
+    columns, then its sender's names) or None when nothing was claimed, and whether a
+    call may be waiting on the claimed message (``wake_unheard_sql``: no publication is
+    needed when its statement says none can be; else, or without one, it is).
 
     Must run inside the pop's transaction, or on PostgreSQL in autocommit (one statement).
     The claim's moment, which the activity row shares, is taken here: on SQLite once the
@@ -712,15 +735,15 @@ def _claim_run(sql: str, params: list[Any], activity_values: list[Any]) -> Seque
         if connection.vendor == "postgresql":
             del activity_values[counterpart]  # the statement takes it from the claimed row
             cursor.execute(sql, [*params, *activity_values])
-            row: Sequence[Any] | None = cursor.fetchone()
-            return row
+            answer = cursor.fetchone()
+            return (None, False) if answer is None else (answer[:-1], not answer[-1])
         cursor.execute(sql, params)
-        row = cursor.fetchone()
+        row: Sequence[Any] | None = cursor.fetchone()
         if row is None:
-            return None
+            return None, False
         activity_values[counterpart] = row[_MESSAGE_COLUMN["from_project_id"]]
         cursor.execute(insert_values_sql(Activity), activity_values)
-        return row
+        return row, True
 
 
 def _claimed_message(row: Sequence[Any], inbox: Project) -> Message:
@@ -740,10 +763,11 @@ def _claimed_message(row: Sequence[Any], inbox: Project) -> Message:
 
 
 @functools.cache
-def _claim_sql(vendor: str, *, named: bool, reply: bool) -> str:
+def _claim_sql(vendor: str, *, named: bool, reply: bool, unheard: str | None) -> str:
     """The claim of ``_claim_statement`` on ``vendor``, of the named message or the oldest
     (of the replies to a message, with ``reply``), and on PostgreSQL the activity row with
-    it; built once."""
+    it and, last, ``unheard`` (``wake_unheard_sql`` of the claimed message's topic, or
+    false); built once."""
     table = Message._meta.db_table
     sender = (
         f"(SELECT {{column}} FROM {Project._meta.db_table} p "
@@ -772,7 +796,7 @@ def _claim_sql(vendor: str, *, named: bool, reply: bool) -> str:
     values = typed_placeholders(Activity, instead={"counterpart_id": "c.from_project_id"})
     return (
         f"WITH c AS ({claim}), a AS (INSERT INTO {activity_table} ({activity_columns}) "
-        f"SELECT {values} FROM c) SELECT * FROM c"
+        f"SELECT {values} FROM c) SELECT *, {unheard or 'false'} FROM c"
     )
 
 

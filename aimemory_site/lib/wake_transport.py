@@ -63,6 +63,9 @@ logger = logging.getLogger(__name__)
 
 #: The prefix of the PostgreSQL channels of topics (``wake_channel``).
 CHANNEL_PREFIX = "aimemory_wake_"
+#: The first key of the advisory locks that mark a channel listened to (``listener_mark``):
+#: "aimw", apart from any other advisory lock of the database.
+LISTENER_MARK_CLASS = 0x61696D77
 #: Publications a process queues at most while its connection is down; more are dropped
 #: (the calls they concerned answer at their timeout).
 MAX_QUEUED_TOPICS = 10_000
@@ -92,13 +95,42 @@ def transport_install() -> None:
         transport = _PostgresTransport()
     else:
         transport = _SocketTransport(wake_dir(Path(settings.DATA_DIR)))
-    wakeups.transport_set(transport.send, listen=transport.listen, unlisten=transport.unlisten)
+    wakeups.transport_set(
+        transport.send,
+        listen=transport.listen,
+        unlisten=transport.unlisten,
+        unheard_sql=unheard_sql if isinstance(transport, _PostgresTransport) else None,
+    )
 
 
 def wake_channel(topic: str) -> str:
     """The PostgreSQL channel of ``topic``: a name of fixed length, whatever the topic
-    (a session id runs to 200 characters; a channel's name, to 63)."""
-    return CHANNEL_PREFIX + hashlib.blake2b(topic.encode(), digest_size=16).hexdigest()
+    (a session id runs to 200 characters; a channel's name, to 63). The digest is MD5,
+    which SQL can take too (``unheard_sql``); nothing secret rides on it."""
+    return CHANNEL_PREFIX + hashlib.md5(topic.encode(), usedforsecurity=False).hexdigest()
+
+
+def listener_mark(channel: str) -> int:
+    """The key, with ``LISTENER_MARK_CLASS``, of the shared advisory lock a process holds
+    on its listener while it ``LISTEN``s ``channel``: the first 32 bits of the channel's
+    digest. Two channels may share a key; a write then finds a listener where there is
+    none, and publishes for nothing."""
+    return int.from_bytes(bytes.fromhex(channel[len(CHANNEL_PREFIX) :][:8]), "big", signed=True)
+
+
+def unheard_sql(topic_sql: str) -> str:
+    """An SQL condition for a write's own statement on PostgreSQL: true when no process
+    listens for the topic ``topic_sql`` (an SQL expression) evaluates to, so that the
+    write need not publish it (docs/hot-path.md#serving-parked-calls).
+
+    Every process that ``LISTEN``s a channel holds its mark (``listener_mark``) shared,
+    from before its ``LISTEN`` to after its ``UNLISTEN``, and a call takes it before its
+    first look. The condition takes the mark exclusively if it is free and holds it to
+    the write's commit, so a call that starts to wait meanwhile takes its mark only once
+    the write has committed, and its first look finds what it wrote. If the mark is held,
+    the write publishes after its commit, as every write did before."""
+    mark = f"('x' || substr(md5({topic_sql}), 1, 8))::bit(32)::int"
+    return f"pg_try_advisory_xact_lock({LISTENER_MARK_CLASS}, {mark})"
 
 
 class _PostgresTransport:
@@ -318,7 +350,9 @@ class _PostgresTransport:
                 if unwanted:
                     _run_on(
                         listener,
-                        b"UNLISTEN *" if everything else _listen_statement("UNLISTEN", unwanted),
+                        b"UNLISTEN *; SELECT pg_advisory_unlock_all()"
+                        if everything
+                        else _listen_statement("UNLISTEN", unwanted),
                     )
                     self._listened -= unwanted
                 elif beat:  # a connection that broke quietly raises
@@ -394,9 +428,19 @@ def _notify_statement(topics: AbstractSet[str]) -> tuple[bytes, list[bytes]]:
 
 
 def _listen_statement(command: str, channels: AbstractSet[str]) -> bytes:
-    """``LISTEN a; LISTEN b; ...`` (or ``UNLISTEN``) of ``channels``: one round trip.
-    Their names are ``wake_channel``'s, so they need no quoting."""
-    return "; ".join(f"{command} {channel}" for channel in sorted(channels)).encode()
+    """``LISTEN a; LISTEN b; ...`` (or ``UNLISTEN``) of ``channels``, one round trip, with
+    their marks (``listener_mark``): taken before a ``LISTEN``, let go after an
+    ``UNLISTEN``. Their names are ``wake_channel``'s, so they need no quoting."""
+    ordered = sorted(channels)
+    marks = ", ".join(
+        f"pg_advisory_{'lock' if command == 'LISTEN' else 'unlock'}_shared("
+        f"{LISTENER_MARK_CLASS}, {listener_mark(channel)})"
+        for channel in ordered
+    )
+    listens = "; ".join(f"{command} {channel}" for channel in ordered)
+    if command == "LISTEN":
+        return f"SELECT {marks}; {listens}".encode()
+    return f"{listens}; SELECT {marks}".encode()
 
 
 def _run_on(conn: Any, sql: bytes, params: list[bytes] | None = None) -> None:

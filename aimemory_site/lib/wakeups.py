@@ -80,6 +80,12 @@ def message_topic(message_id: object) -> str:
     return f"message:{message_id}"
 
 
+def message_topic_sql(message_id_sql: str) -> str:
+    """``message_topic`` in PostgreSQL's SQL, of a uuid expression (whose text is the
+    UUID's, as Python writes it)."""
+    return f"'message:' || ({message_id_sql})::text"
+
+
 def session_topic(session_id: str) -> str:
     """Published when a newer session wait supersedes a parked one of the same session."""
     return f"session:{session_id}"
@@ -158,6 +164,7 @@ _registry = _Registry()
 _transport: Callable[[frozenset[str]], None] | None = None
 _listen: Callable[[frozenset[str]], None] | None = None
 _unlisten: Callable[[frozenset[str]], None] | None = None
+_unheard_sql: Callable[[str], str] | None = None
 
 
 def transport_set(
@@ -165,6 +172,7 @@ def transport_set(
     *,
     listen: Callable[[frozenset[str]], None] | None = None,
     unlisten: Callable[[frozenset[str]], None] | None = None,
+    unheard_sql: Callable[[str], str] | None = None,
 ) -> None:
     """Install the function that carries a publication to the other processes and hosts;
     it must not block for long and must not raise. Without one, wakes stay in-process.
@@ -172,11 +180,23 @@ def transport_set(
     ``listen``, when given, is called with a subscription's topics before its first look
     and returns once the transport delivers this process the publications of those topics
     committed from then on (it starts the process's receiver on first use), and
-    ``unlisten`` with the same topics after that subscription has ended."""
-    global _transport, _listen, _unlisten
+    ``unlisten`` with the same topics after that subscription has ended. ``unheard_sql``,
+    when given, is ``wake_unheard_sql``'s for this transport."""
+    global _transport, _listen, _unlisten, _unheard_sql
     _transport = send
     _listen = listen
     _unlisten = unlisten
+    _unheard_sql = unheard_sql
+
+
+def wake_unheard_sql(topic_sql: str) -> str | None:
+    """An SQL condition a write may put in its own statement, true when no call of any
+    process or host can be waiting on the topic that the SQL expression ``topic_sql``
+    makes, or None when this process's transport cannot tell. A write whose condition
+    held need not publish the topic: whatever begins to wait on it looks after the
+    write's commit. One that did not hold, or has no condition, publishes as usual."""
+    unheard = _unheard_sql
+    return None if unheard is None else unheard(topic_sql)
 
 
 def wake_publish(topics: Iterable[str]) -> None:

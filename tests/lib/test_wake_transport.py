@@ -70,8 +70,19 @@ def _park(
 
 
 def _listen_on(other: psycopg.Connection[Any], *topics: str) -> None:
-    for topic in topics:
-        other.execute(f"LISTEN {wake_channel(topic)}")
+    """Listen as another process's transport does: its marks taken, then its LISTENs."""
+    channels = {wake_channel(topic) for topic in topics}
+    other.execute(wake_transport._listen_statement("LISTEN", channels))
+
+
+def _marks_held() -> int:
+    with psycopg.connect(_dsn(), autocommit=True) as admin:
+        row = admin.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = %s",
+            [wake_transport.LISTENER_MARK_CLASS],
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def _thread_turned(
@@ -110,6 +121,75 @@ def test_a_publication_goes_out_as_a_notify(transport: wake_transport._PostgresT
         (wake_channel("message:m-1"), "message:m-1"),
         (wake_channel("inbox:i-1"), "inbox:i-1"),
     }
+
+
+def _unheard(cursor: Any, topic: str) -> bool:
+    cursor.execute(f"SELECT {wake_transport.unheard_sql('%s')}", [topic])
+    return bool(cursor.fetchone()[0])
+
+
+def test_a_write_finds_a_topic_unheard_until_a_process_waits_on_it(
+    transport: wake_transport._PostgresTransport,
+) -> None:
+    topic = "inbox:written-to"
+    with psycopg.connect(_dsn(), autocommit=True) as writer:
+        assert _unheard(writer.cursor(), topic)
+        woken, answers = threading.Event(), list[object]()
+        thread = _park(topic, woken, answers)
+        assert not _unheard(writer.cursor(), topic)
+        assert _unheard(writer.cursor(), "inbox:another")
+
+        _notify(topic)
+        assert woken.wait(5)
+        thread.join(5)
+        with psycopg.connect(_dsn(), autocommit=True) as other:
+            _thread_turned(transport, other)  # it UNLISTENs once the last call has left
+        assert _unheard(writer.cursor(), topic)
+
+
+def test_a_call_that_begins_to_wait_during_an_unheard_write_looks_after_its_commit(
+    transport: wake_transport._PostgresTransport,
+) -> None:
+    """The write that found no one waiting holds the mark to its commit: a call that
+    begins to wait meanwhile takes its mark, and looks, only after the commit, so it
+    finds what was written without a publication."""
+    topic = "inbox:raced"
+    looked_at: list[float] = []
+    with psycopg.connect(_dsn()) as writer:  # a transaction, held open below
+        assert _unheard(writer.cursor(), topic)
+
+        def look() -> str:
+            looked_at.append(time.monotonic())
+            return "looked"
+
+        waiter = threading.Thread(
+            target=lambda: wakeups.wait_for(look, topics=[topic], wait_seconds=10)
+        )
+        waiter.start()
+        waiter.join(0.3)  # it is held at its mark, not parked: nothing to wait for
+        assert looked_at == []
+        committed_at = time.monotonic()
+        writer.commit()
+        waiter.join(5)
+    assert len(looked_at) == 1
+    assert looked_at[0] >= committed_at
+
+
+def test_a_process_holds_its_mark_while_a_call_waits_and_lets_it_go_after(
+    transport: wake_transport._PostgresTransport,
+) -> None:
+    assert _marks_held() == 0
+    woken, answers = threading.Event(), list[object]()
+    thread = _park("inbox:marked-while-waiting", woken, answers)
+    assert _marks_held() == 1
+
+    _notify("inbox:marked-while-waiting")
+    assert woken.wait(5)
+    thread.join(5)
+    with psycopg.connect(_dsn(), autocommit=True) as other:
+        _thread_turned(transport, other)  # it UNLISTENs once the last call has left
+    assert not transport._listened
+    assert _marks_held() == 0
 
 
 def test_a_topic_longer_than_a_channel_name_is_carried(
