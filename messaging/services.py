@@ -769,34 +769,43 @@ def _claim_sql(vendor: str, *, named: bool, reply: bool, unheard: str | None) ->
     it and, last, ``unheard`` (``wake_unheard_sql`` of the claimed message's topic, or
     false); built once."""
     table = Message._meta.db_table
-    sender = (
-        f"(SELECT {{column}} FROM {Project._meta.db_table} p "
-        f"JOIN {Workspace._meta.db_table} w ON w.id = p.workspace_id "
-        f"WHERE p.id = {table}.from_project_id)"
-    )
-    claim = claim_oldest_sql(
-        Message,
-        assignments=[
-            "state",
-            "claimed_at",
-            "claimed_by_session_id",
-            "claimed_by_agent",
-            "claimed_by_user",
-        ],
-        candidates=PENDING_IN_INBOX_SQL
+    projects, workspaces = Project._meta.db_table, Workspace._meta.db_table
+    assignments = [
+        "state",
+        "claimed_at",
+        "claimed_by_session_id",
+        "claimed_by_agent",
+        "claimed_by_user",
+    ]
+    candidates = (
+        PENDING_IN_INBOX_SQL
         + (" AND id = %s" if named else "")
-        + (f" AND {_IN_REPLY_TO_COLUMN} = %s" if reply else ""),
-        returning_extra=f", {sender.format(column='p.name')} AS sender_name, "
-        f"{sender.format(column='w.id')} AS sender_workspace_id, "
-        f"{sender.format(column='w.name')} AS sender_workspace_name",
+        + (f" AND {_IN_REPLY_TO_COLUMN} = %s" if reply else "")
     )
     if vendor != "postgresql":
-        return claim
+        sender = (
+            f"(SELECT {{column}} FROM {projects} p JOIN {workspaces} w "
+            f"ON w.id = p.workspace_id WHERE p.id = {table}.from_project_id)"
+        )
+        return claim_oldest_sql(
+            Message,
+            assignments=assignments,
+            candidates=candidates,
+            returning_extra=f", {sender.format(column='p.name')} AS sender_name, "
+            f"{sender.format(column='w.id')} AS sender_workspace_id, "
+            f"{sender.format(column='w.name')} AS sender_workspace_name",
+        )
+    # The sender's names by one join after the claim, not three subqueries in its
+    # RETURNING: PostgreSQL plans every statement anew (the binding is the client's), and
+    # the subqueries cost a third of the claim's planning.
+    claim = claim_oldest_sql(Message, assignments=assignments, candidates=candidates)
     activity_table, activity_columns = insert_columns(Activity)
     values = typed_placeholders(Activity, instead={"counterpart_id": "c.from_project_id"})
     return (
         f"WITH c AS ({claim}), a AS (INSERT INTO {activity_table} ({activity_columns}) "
-        f"SELECT {values} FROM c) SELECT *, {unheard or 'false'} FROM c"
+        f"SELECT {values} FROM c) SELECT c.*, p.name, w.id, w.name, {unheard or 'false'} "
+        f"FROM c LEFT JOIN {projects} p ON p.id = c.from_project_id "
+        f"LEFT JOIN {workspaces} w ON w.id = p.workspace_id"
     )
 
 
