@@ -1,9 +1,10 @@
 """The django-ninja API objects, with the app routers mounted.
 
 ``api`` is the JSON API at ``/api/v1/``; ``hooks_api`` carries the lifecycle-hook route
-``GET /handoff`` at the root. Both share authentication (an anonymous caller's
-is confirmed as late as it can be: ``projects.auth.OpenServerCheck``) and the error
-mapping of ``aimemory_site.lib.api``, so every error body is ``{"detail": "<message>", "code": "..."}``.
+``GET /handoff`` at the root. Both share authentication (an anonymous caller is
+confirmed as late as it can be: ``projects.auth.OpenServerCheck``) and the error mapping
+of ``aimemory_site.lib.api``, so every error body is ``{"detail": "<message>", "code":
+"..."}``.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ class Principal:
 
     An anonymous caller may come with ``open_server_check`` still to answer: it was let in
     before anyone asked whether authentication is on, which is asked as late as one round
-    trip can be saved (docs/operating.md#authentication). ``confirmed`` answers it.
+    trip can be saved (docs/hot-path.md#levers-kept). ``confirmed`` answers it.
     """
 
     kind: str  # "anonymous" | "root" | "user"
