@@ -94,7 +94,6 @@ from gunicorn.http.body import MAX_READ_STEP
 from gunicorn.http.errors import ParseException
 from gunicorn.http.message import Request
 from gunicorn.http.parser import RequestParser
-from gunicorn.http.wsgi import Response
 from gunicorn.workers import gthread
 from gunicorn.workers.gthread import ThreadWorker as GthreadWorker
 
@@ -141,10 +140,8 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
-        self.wsgi = sending_head_with_body(
-            offering_close(
-                stamping_arrival(self._running_in_a_slot(offering_client_gone(self.wsgi)))
-            )
+        self.wsgi = offering_close(
+            stamping_arrival(self._running_in_a_slot(offering_client_gone(self.wsgi)))
         )
         self.client_timeout = float(settings.AI_MEMORY_CLIENT_TIMEOUT)
         self.max_body_bytes = int(settings.AI_MEMORY_MAX_REQUEST_BYTES)
@@ -209,9 +206,9 @@ class ThreadWorker(GthreadWorker):  # type: ignore[misc]
 
     def notify(self) -> None:
         # gthread beats at every turn of its main loop, several turns a request, and each
-        # beat is a utime() of the heartbeat file: 3% of the CPU of a send at one
-        # client. The master only checks that the last beat is younger than --timeout
-        # (30 s), so one a second says as much.
+        # beat is a utime() of the heartbeat file: 50 µs of the floor's 650 at one
+        # client (docs/hot-path.md#levers-kept). The master only checks that the last
+        # beat is younger than --timeout (30 s), so one a second says as much.
         now = monotonic()
         if now - self._beat_at >= min(HEARTBEAT_EVERY_SECONDS, self.timeout / 2):
             self._beat_at = now
@@ -689,8 +686,8 @@ def _path_of(req: Any, exc: BaseException) -> str | None:
 
 
 class _WrittenAnswer:
-    """Stands for the client's socket while gunicorn writes into it: its error answer, to
-    learn the status it chose, or a response's head, to send with the body."""
+    """Stands for the client's socket while gunicorn writes its error answer, to learn
+    the status it chose."""
 
     def __init__(self) -> None:
         self.written = bytearray()
@@ -722,57 +719,6 @@ def stamping_arrival(application: WsgiApp) -> WsgiApp:
         return application(environ, start_response)
 
     return wsgi
-
-
-def sending_head_with_body(application: WsgiApp) -> WsgiApp:
-    """Wrap ``application`` so gunicorn sends its response's head together with the
-    body's first bytes (``_HeadWithBodyResponse``)."""
-
-    def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        response = getattr(start_response, "__self__", None)
-        if type(response) is Response:
-            # gunicorn builds the response itself (no hook for its class); the subclass
-            # changes only how the head reaches the socket.
-            response.__class__ = _HeadWithBodyResponse
-        return application(environ, start_response)
-
-    return wsgi
-
-
-class _HeadWithBodyResponse(Response):  # type: ignore[misc]
-    """gunicorn's response, whose head goes out with the first bytes of its body in one
-    ``sendall``.
-
-    gunicorn sends the head, then the body: two sends, two TCP segments, and a client
-    woken for each. Every answer of the API is one body of known length, so one send
-    carries all of it (a tenth of the CPU of ``GET /healthz`` at one client, in
-    docs/hot-path.md). A chunked body, a file sent with ``sendfile`` and a response
-    without a body (``HEAD``, 204, 304) write as gunicorn does."""
-
-    _held_head = b""
-    sock: Any  # the client's socket, set by gunicorn
-
-    def write(self, arg: bytes) -> None:
-        if self.headers_sent or self.chunked or not isinstance(arg, bytes):
-            super().write(arg)
-            return
-        head = _WrittenAnswer()
-        sock, self.sock = self.sock, head
-        try:
-            self.send_headers()  # gunicorn's own head, into ``head``
-        finally:
-            self.sock = sock
-        self._held_head = bytes(head.written)
-        try:
-            super().write(arg)  # through ``_emit_body`` unless no body is due
-        finally:
-            held, self._held_head = self._held_head, b""
-            if held:
-                util.write(self.sock, held)
-
-    def _emit_body(self, data: bytes) -> None:
-        held, self._held_head = self._held_head, b""
-        super()._emit_body(held + data)
 
 
 def offering_close(application: WsgiApp) -> WsgiApp:
