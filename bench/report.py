@@ -410,7 +410,7 @@ Written by `make bench` (`python -m bench.run`), started {started} UTC.
 Machine: {platform.machine()}, 2 cores shared by server and load generator, Python
 {platform.python_version()}, Django {version("Django")}, gunicorn {version("gunicorn")},
 SQLite {sqlite3.sqlite_version}. The server runs exactly as `ai-memory serve` starts it
-(SQLite: 2 x cores processes of 1 thread; PostgreSQL: 2 x cores + 1 of 4 threads), on a
+(SQLite: a process of 1 thread per core; PostgreSQL: 2 x cores + 1 of 4 threads), on a
 fresh data dir (and a fresh PostgreSQL database, default settings); load from `wrk` over
 loopback with the scripts in `bench/wrk/`, one wrk thread per connection. The machine is
 noisy: read the ratios, which compare figures of the same run. Raw figures:

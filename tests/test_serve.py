@@ -43,7 +43,7 @@ def _serve(data_dir: Path, *args: str, **env: str) -> subprocess.Popen[bytes]:
 def test_serve_answers_healthz_from_a_fresh_data_dir(tmp_path: Path) -> None:
     port = free_port()
     proc = _serve(tmp_path / "data", "--bind", f"127.0.0.1:{port}")
-    workers = min(2 * (os.cpu_count() or 1), 8)
+    workers = min(os.cpu_count() or 1, 8)
     try:
         assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
         # SQLite: several single-threaded processes, since writers queue on the lock

@@ -19,7 +19,7 @@ def add_parser(subparsers: SubParsers) -> None:
         summary="run the server (migrate, collect static, gunicorn)",
         paragraphs=[
             "Migrate the database, collect static files and serve with gunicorn: on SQLite "
-            "two single-threaded processes per core (writers queue on a lock file), on "
+            "one single-threaded process per core (writers queue on a lock file), on "
             "PostgreSQL two per core plus one of 4 threads each, up to 8 processes. An "
             "anonymous server "
             "(no AI_MEMORY_ROOT_TOKEN, no user tokens) refuses a non-loopback address unless "
@@ -98,10 +98,13 @@ def run(args: argparse.Namespace) -> int:
     # across processes (aimemory_site.backends), so processes share its one writer
     # without polling, and one thread each: the threads of one process take turns on the
     # GIL at every SQLite call, and on 2 cores 4 processes of 1 thread served sends and
-    # pops at 1.1-1.3x what 3 processes of 4 threads did. On PostgreSQL a request waits
-    # on the server's answers with the GIL released, and 4 threads served the same as 1.
+    # pops at 1.1-1.3x what 3 processes of 4 threads did; one process per core, not
+    # two, then served them at 1.13x and 1.23x at 8 clients, each request using a sixth
+    # less CPU. On PostgreSQL a
+    # request waits on the server's answers with the GIL released, and 4 threads served
+    # the same as 1.
     if sqlite:
-        default_workers, default_threads = min(2 * cores, 8), 1
+        default_workers, default_threads = min(cores, 8), 1
     else:
         default_workers, default_threads = min(2 * cores + 1, 8), 4
     workers = args.workers or default_workers
