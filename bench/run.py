@@ -609,7 +609,9 @@ def main() -> None:
         if "waiting" in WANTED_PARTS:
             from bench.waiting import waiting_figures
 
-            results["waiting"] = waiting_figures(wanted, Path(tmp) / "waiting")
+            results["waiting"] = waiting_figures(
+                wanted, Path(tmp) / "waiting", results.get("waiting", {})
+            )
             _save(results)
     results["tools_list"] = tools_list_size()
     if every_part or "started" not in results:

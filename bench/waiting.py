@@ -52,6 +52,10 @@ WAKES = int(os.environ.get("BENCH_WAKES", "200"))
 #: A load run before each measured one, in both modes alike, and not measured.
 WARM_SECONDS = 1.0
 SLOW_CLIENTS = 20
+# Recipient projects for sends. Nothing pops them, and one server takes the sends of the
+# parked rounds and of the slow-client rounds (about 90 s at up to 1,100 a second), which
+# must stay under SEND_SINKS x 256 pending, or the last loads measure "inbox full".
+SEND_SINKS = 4 * SINKS
 BURST_POPPERS, BURST_MESSAGES = 16, 1000
 # The worker designs measured: extra ``ai-memory serve`` arguments of each.
 DESIGNS = {
@@ -177,7 +181,7 @@ def _rss_largest(server: Server, key: str) -> int:
 
 def _load(base: str, load: str, connections: int, seconds: float) -> Load:
     if load == "send":
-        return wrk(base, "send.lua", connections, seconds, BENCH_SINKS=str(SINKS))
+        return wrk(base, "send.lua", connections, seconds, BENCH_SINKS=str(SEND_SINKS))
     if load == "pop":
         return wrk(base, "pop.lua", connections, seconds, BENCH_SINKS=str(STOCKED))
     return wrk(base, "get.lua", connections, seconds, BENCH_PATH="/healthz")
@@ -414,7 +418,7 @@ def burst(server: Server) -> dict[str, Any]:
 
 def _served(env: dict[str, str], workdir: Path, design: list[str], name: str) -> Server:
     server = Server(env, workdir / f"{name}.log", extra_args=design)
-    server.seed("projects", SINKS)
+    server.seed("projects", SEND_SINKS)
     server.seed("parking", PARKED)
     wrk(server.base, "get.lua", 8, 1, BENCH_PATH="/healthz")  # warm-up
     return server
@@ -465,11 +469,18 @@ def _busy_twin(database_url: str | None, workdir: Path, design: list[str]) -> It
 
 
 def waiting_figures(
-    databases: list[str], workdir: Path, saved: Callable[[dict[str, Any]], None] | None = None
+    databases: list[str],
+    workdir: Path,
+    earlier: dict[str, Any],
+    saved: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Every figure of this part, for each of ``databases`` (``sqlite``, ``postgresql``);
+    """Every figure of this part, for each of ``databases`` (``sqlite``, ``postgresql``),
+    over the ``earlier`` run's: a run of one database keeps the other's figures.
     ``saved`` is handed the figures so far after each database."""
-    waiting: dict[str, Any] = {"measured_at": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}
+    waiting: dict[str, Any] = {
+        **earlier,
+        "measured_at": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+    }
     if "sqlite" in databases:
         waiting["sqlite"] = bench_waiting("SQLite (WAL)", None, workdir / "sqlite")
         if saved is not None:
@@ -490,10 +501,8 @@ def main() -> None:
     def saved(waiting: dict[str, Any]) -> None:
         OUTPUT_JSON.write_text(json.dumps({**results, "waiting": waiting}, indent=2) + "\n")
 
-    earlier = results.get("waiting", {})
     with tempfile.TemporaryDirectory() as tmp:
-        # A run of one database keeps the other's figures of the previous run.
-        results["waiting"] = {**earlier, **waiting_figures(wanted, Path(tmp), saved)}
+        results["waiting"] = waiting_figures(wanted, Path(tmp), results.get("waiting", {}), saved)
     OUTPUT_JSON.write_text(json.dumps(results, indent=2) + "\n")
     from bench.report import report
 
