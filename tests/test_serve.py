@@ -46,7 +46,7 @@ def test_serve_answers_healthz_from_a_fresh_data_dir(tmp_path: Path) -> None:
     workers = min(os.cpu_count() or 1, 8)
     try:
         assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
-        # SQLite: several single-threaded processes, since writers queue on the lock
+        # SQLite: a single-threaded process per core, since writers queue on the lock
         # file beside it.
         wait_for_workers(proc.pid, workers)
         assert len(children(proc.pid)) == workers

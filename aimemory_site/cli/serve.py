@@ -100,9 +100,8 @@ def run(args: argparse.Namespace) -> int:
     # GIL at every SQLite call, and on 2 cores 4 processes of 1 thread served sends and
     # pops at 1.1-1.3x what 3 processes of 4 threads did; one process per core, not
     # two, then served them at 1.13x and 1.23x at 8 clients, each request using a sixth
-    # less CPU. On PostgreSQL a
-    # request waits on the server's answers with the GIL released, and 4 threads served
-    # the same as 1.
+    # less CPU. On PostgreSQL a request waits on the server's answers with the GIL
+    # released, and 4 threads served the same as 1.
     if sqlite:
         default_workers, default_threads = min(cores, 8), 1
     else:
