@@ -41,7 +41,16 @@ from typing import Any
 
 import httpx
 
-from bench.run import OUTPUT, OUTPUT_JSON, SINKS, STOCKED, Load, Server, postgres_database, wrk
+from bench.run import (
+    OUTPUT,
+    OUTPUT_JSON,
+    STOCKED,
+    Load,
+    Server,
+    postgres_database,
+    sinks_for,
+    wrk,
+)
 
 PARKED = int(os.environ.get("BENCH_PARKED", "500"))
 # Pairs of rounds within one run ranged over a fifth of the rate on PostgreSQL: three
@@ -52,10 +61,9 @@ WAKES = int(os.environ.get("BENCH_WAKES", "200"))
 #: A load run before each measured one, in both modes alike, and not measured.
 WARM_SECONDS = 1.0
 SLOW_CLIENTS = 20
-# Recipient projects for sends. Nothing pops them, and one server takes the sends of the
-# parked rounds and of the slow-client rounds (about 90 s at up to 1,100 a second), which
-# must stay under SEND_SINKS x 256 pending, or the last loads measure "inbox full".
-SEND_SINKS = 4 * SINKS
+# Recipient projects for sends: one server takes the sends of the parked rounds (a
+# warm-up and a load each) and of the slow-client rounds (a load idle and one slow).
+SEND_SINKS = sinks_for(ROUNDS * (WARM_SECONDS + 3 * SECONDS))
 BURST_POPPERS, BURST_MESSAGES = 16, 1000
 # The worker designs measured: extra ``ai-memory serve`` arguments of each.
 DESIGNS = {
