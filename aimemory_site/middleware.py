@@ -16,7 +16,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, UnreadablePostError
 
 from aimemory_site.errors_views import API_PREFIXES, error_page, is_machine, machine_error
-from aimemory_site.gunicorn_worker import CLOSE_CONNECTION
+from aimemory_site.serving.keys import CLOSE_CONNECTION
 from aimemory_site.lib.errors import (
     AppError,
     BadRequest,

@@ -113,32 +113,27 @@ def run(args: argparse.Namespace) -> int:
     connections.close_all()  # gunicorn forks; do not share the migration connection
     argv = [
         "gunicorn",
-        "aimemory_site.wsgi:application",
+        "aimemory_site.serving.wsgi:application",
+        "--config",
+        "python:aimemory_site.serving.gunicorn_config",
         "--bind",
         bind,
         "--workers",
         str(workers),
-        "--threads",
-        str(threads),
-        # gthread, plus the means for a 413 to close its connection truthfully
-        # (gunicorn ignores a Connection header set by the application).
-        "--worker-class",
-        "aimemory_site.gunicorn_worker.ThreadWorker",
+        "--worker-connections",
+        "20000",
         "--access-logfile",
         "-",
-        # Several servers run by one user would share gunicorn's default control socket.
         "--no-control-socket",
-        # A gthread worker never times a request out itself: --timeout only watches the
-        # worker's heartbeat, which its main loop keeps beating while a request thread
-        # hangs. The database budget (aimemory_site.db_deadline) frees the thread instead:
-        # a request stuck on the database answers 503 after at most 3 s.
         "--graceful-timeout",
         "10",
     ]
-    from gunicorn.app.wsgiapp import run as gunicorn_run
-
-    sys.argv = argv
-    gunicorn_run()
+    # gunicorn starts afresh, without Django loaded: its gevent worker patches the
+    # standard library when it starts, and what was made with the unpatched one (Django's
+    # per-thread connection store) would be shared by every greenlet (docs/serving.md).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "gunicorn", *argv[1:]])
     return 0
 
 
