@@ -26,33 +26,18 @@ turn.
 Outside a request (migrations, management commands, ``ai-memory serve`` before gunicorn
 starts) there is no budget: a long migration takes the time it needs.
 
-In a stall the budget counts from the request's arrival, not from when a thread takes it
-up: every thread is then held for a whole budget, and a request queued behind them would
-otherwise wait one budget for a thread and then spend another of its own. Our gunicorn
-worker (``aimemory_site.gunicorn_worker``) stamps each request's environ with when it had
-the request (``ARRIVED_AT``). If a database wait of the process ran out since then, the
-threads it queued behind were freed by the stall, and the time it waited is taken off
-its budget; it still keeps ``MINIMUM_DATABASE_SECONDS``, so that a database that has just
-come back serves it (on PostgreSQL a connection the stall broke needs more than that to
-be made again, so there the queued requests answer 503 at once). A request that queued
-behind anything else (slow clients, a burst on a healthy database) gets the whole budget:
-counting that wait would turn a busy server into false 503s. Under any other server there
-is no stamp, and the budget counts from the middleware.
-
-A gunicorn gthread worker never times out a request by itself (its ``--timeout`` only
-watches the worker's heartbeat, which its main loop keeps beating while a request thread
-hangs). With the budget, a request stuck on the database gives up after at most
-``REQUEST_DATABASE_SECONDS`` plus the time to render its 503, and the worker thread is free
-for the next request; nothing else is needed from gunicorn. Waits that are not on the
+Under ``ai-memory serve`` a request starts as soon as it has arrived (each in a
+greenlet of the gevent worker, docs/serving.md), so the budget counts from the
+middleware, and a request stuck on the database gives up after at most
+``REQUEST_DATABASE_SECONDS`` plus the time to render its 503. Waits that are not on the
 database carry their own bounds (admission webhooks: ``timeout_ms``).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from time import monotonic
 from types import TracebackType
 from typing import Any
 
@@ -62,28 +47,12 @@ from django.http import HttpRequest, HttpResponse
 
 # Well under the 5 s of docs/reference.md#limits-and-faults: what is left covers the 503 itself.
 REQUEST_DATABASE_SECONDS = 3.0
-#: What a request keeps of its budget however long it waited for a thread in a stall.
-MINIMUM_DATABASE_SECONDS = 0.5
-
-#: WSGI environ key of the ``time.monotonic()`` at which the server had the request
-#: (set by ``aimemory_site.gunicorn_worker``; absent under other servers).
-ARRIVED_AT = "aimemory.arrived_at"
 
 
 class DatabaseTimeout(OperationalError):
     """The database did not answer within the time allowed (it may be stalled, or
     locked by a writer that holds on). Every backend raises this class for every wait
-    that ran out, so creating one is what marks the process's last timeout."""
-
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        global _last_timeout_at
-        _last_timeout_at = monotonic()
-
-
-#: The ``time.monotonic()`` of this process's last ``DatabaseTimeout`` (written by any
-#: thread; a float assignment is atomic).
-_last_timeout_at = float("-inf")
+    that ran out."""
 
 
 class Budget:
@@ -128,20 +97,8 @@ class DatabaseDeadlineMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        with database_budget(budget_since_arrival(request.META)):
+        with database_budget():
             return self.get_response(request)
-
-
-def budget_since_arrival(environ: Mapping[str, Any]) -> float:
-    """The database budget of the request of ``environ``: ``REQUEST_DATABASE_SECONDS``;
-    if a database wait of this process ran out since the request arrived (its
-    ``ARRIVED_AT``, a ``time.monotonic()`` of this process), less the time since, but at
-    least ``MINIMUM_DATABASE_SECONDS``."""
-    arrived_at = environ.get(ARRIVED_AT)
-    if arrived_at is None or _last_timeout_at < arrived_at:
-        return REQUEST_DATABASE_SECONDS
-    waited = monotonic() - float(arrived_at)
-    return max(MINIMUM_DATABASE_SECONDS, REQUEST_DATABASE_SECONDS - waited)
 
 
 class TimeoutTranslatingErrors(DatabaseErrorWrapper):

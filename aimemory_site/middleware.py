@@ -16,7 +16,6 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, UnreadablePostError
 
 from aimemory_site.errors_views import API_PREFIXES, error_page, is_machine, machine_error
-from aimemory_site.serving.keys import CLOSE_CONNECTION
 from aimemory_site.lib.errors import (
     AppError,
     BadRequest,
@@ -27,6 +26,7 @@ from aimemory_site.lib.errors import (
 )
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.request_guard import json_request_refusal, url_text_refusal
+from aimemory_site.serving.keys import CLOSE_CONNECTION
 
 logger = logging.getLogger(__name__)
 

@@ -27,6 +27,7 @@ from aimemory_site.lib.server_location import (
     database_url,
     is_sqlite,
 )
+from aimemory_site.lib.wait_caps import limits_from_environment
 
 # Lets admin classes be written ModelAdmin[Model] for mypy at runtime too.
 django_stubs_ext.monkeypatch()
@@ -167,6 +168,13 @@ if AI_MEMORY_CLIENT_TIMEOUT < 1:
     raise ImproperlyConfigured(
         f"AI_MEMORY_CLIENT_TIMEOUT must be at least 1 second, got {AI_MEMORY_CLIENT_TIMEOUT}"
     )
+
+# Calls parked waiting (wait_seconds), per host and per caller (docs/serving.md#caps);
+# read where they are counted (lib.wait_caps), checked here so a bad value stops the start.
+try:
+    AI_MEMORY_MAX_WAITS, AI_MEMORY_MAX_WAITS_PER_CALLER = limits_from_environment(os.environ)
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 
 # Bodies over 1 MiB are refused with 413 before any parsing (see middleware).
 AI_MEMORY_MAX_REQUEST_BYTES = 1024 * 1024

@@ -16,7 +16,7 @@ from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.wakeups import message_topic, wait_for, wait_seconds_parse
 from messaging.arguments import message_id_required
 from messaging.models import Message
-from projects.access import Level, project_access
+from projects.access import Level, project_access, project_access_again
 from projects.models import Project
 
 BOXES = ("inbox", "outbox")
@@ -116,6 +116,8 @@ def message_status(
         settled,
         topics=[message_topic(wanted)],
         wait_seconds=wait,
+        caller=principal.wait_key,
+        recheck=lambda: project_access_again(principal, workspace, project, need=Level.READ),
         client_gone=client_gone,
         until=until,
     )

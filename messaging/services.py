@@ -72,7 +72,13 @@ from messaging.models import (
     pending_in_inbox_params,
 )
 from messaging.retention import housekeeping
-from projects.access import Level, project_access, project_from_values, projects_access
+from projects.access import (
+    Level,
+    project_access,
+    project_access_again,
+    project_from_values,
+    projects_access,
+)
 from projects.models import Activity, AgentSession, Project, Workspace
 from projects.services import activity_new, activity_record, session_agent
 
@@ -456,10 +462,16 @@ def message_pop(
         return popped.message
     if client_gone is not None and client_gone():
         return None  # gone before it could look: a claim would be lost with the answer
+
     answer = wait_for(
         lambda: pop.claim(keep_nothing=False),
         topics=[inbox_topic(inbox.pk)],
         wait_seconds=wait,
+        caller=principal.wait_key,
+        recheck=lambda: project_access_again(principal, workspace, project, need=Level.WRITE),
+        # Any plain pop can claim any message of the inbox, so a send wakes one of them;
+        # a pop for one message, or for replies to one, is woken by every send.
+        claimer=named is None and reply_to is None,
         client_gone=client_gone,
     )
     if answer is not None:

@@ -16,7 +16,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from aimemory_site.lib.errors import Code, Forbidden, NotFound
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.sql import uuid_of
-from projects.auth import ANY_TOKEN_SQL
+from projects.auth import ANY_TOKEN_SQL, principal_recheck
 from projects.models import Grant, Project, Workspace
 
 
@@ -137,6 +137,18 @@ def projects_access(
 def project_access(principal: Principal, workspace: str, project: str, *, need: Level) -> Project:
     """Return the named project if ``principal`` holds ``need`` on it; never creates it."""
     return projects_access(principal, [(workspace, project)], need=need)[0]
+
+
+def project_access_again(
+    principal: Principal, workspace: str, project: str, *, need: Level
+) -> Principal:
+    """For a call that waits, before each look after a park and at its time-out: raise
+    what a new call with the same credentials would get now (401 for a revoked token,
+    the 404 of a project it may no longer read, 403 for write taken away), else return
+    the caller as it is now (docs/serving.md#the-loop)."""
+    now = principal_recheck(principal)
+    project_access(now, workspace, project, need=need)
+    return now
 
 
 _ACCESS_SQL = (

@@ -141,16 +141,17 @@ def _unauthorized(detail: str) -> Unauthorized:
     return Unauthorized(detail, code=Code.UNAUTHORIZED)
 
 
-def principal_from_authorization(header: str | None) -> Principal:
-    """Authenticate an ``Authorization`` header value (or its absence).
+def principal_from_authorization(header: str | None, address: str = "") -> Principal:
+    """Authenticate an ``Authorization`` header value (or its absence) of a caller at
+    ``address``.
 
     An anonymous server lets everyone in; with authentication on, a missing, unknown or
     revoked bearer raises Unauthorized.
     """
-    return principal_from_authorization_deferred(header).confirmed()
+    return principal_from_authorization_deferred(header, address).confirmed()
 
 
-def principal_from_authorization_deferred(header: str | None) -> Principal:
+def principal_from_authorization_deferred(header: str | None, address: str = "") -> Principal:
     """``principal_from_authorization``, except that a caller without a bearer on a
     server without a root token comes back anonymous with the question whether the
     server is open still to ask (``OpenServerCheck``): the one surface that answers it
@@ -160,15 +161,30 @@ def principal_from_authorization_deferred(header: str | None) -> Principal:
     if not key:
         if settings.AI_MEMORY_ROOT_TOKEN:
             raise _unauthorized(_ANONYMOUS_REFUSED)
-        return Principal.anonymous(OpenServerCheck())
+        return Principal.anonymous(OpenServerCheck(), address=address)
     if is_root_token(key):
         return Principal.root()
     token = _live_token(token_hash(key))
     if token is None:
         if not auth_enabled():
-            return Principal.anonymous()
+            return Principal.anonymous(address=address)
         raise _unauthorized("invalid or revoked token")
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return Principal.for_user(token.user)
+    return Principal.for_user(token.user, token_hash=token.key_hash)
+
+
+def principal_recheck(principal: Principal) -> Principal:
+    """``principal`` as a new call with the same credentials would be let in now, for a
+    call that waits (docs/serving.md#the-loop): raises Unauthorized once its token is
+    revoked or its user made inactive, or, for an anonymous caller, once the server is
+    no longer open. Root's token is the server's setting and cannot change."""
+    if principal.token_hash is not None:
+        token = _live_token(principal.token_hash)
+        if token is None:
+            raise _unauthorized("invalid or revoked token")
+        return Principal.for_user(token.user, token_hash=token.key_hash)
+    if principal.kind == "anonymous" and auth_enabled():
+        raise _unauthorized(_ANONYMOUS_REFUSED)
+    return principal

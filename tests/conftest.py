@@ -19,7 +19,7 @@ from django.core.servers.basehttp import ThreadedWSGIServer
 from django.test import Client
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from aimemory_site.lib import wakeups
+from aimemory_site.lib import wait_caps, wakeups
 from aimemory_site.lib.principal import Principal
 from projects.models import Grant, Project
 from projects.services import api_token_issue, project_get_or_create
@@ -172,6 +172,7 @@ def wakeups_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(wakeups, "_transport", None)
     monkeypatch.setattr(wakeups, "_listen", None)
     monkeypatch.setattr(wakeups, "_unlisten", None)
+    monkeypatch.setattr(wait_caps, "_counts", wait_caps.WaitCounts(10_000, 200))
 
 
 @pytest.fixture

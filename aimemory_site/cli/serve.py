@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import resource
 import sys
 
 from aimemory_site.cli.help_text import SubParsers, add_command
+from aimemory_site.lib import wait_caps
 from aimemory_site.lib.binding import is_loopback
 from aimemory_site.lib.server_location import bind_url, describe_database
 
@@ -18,9 +20,10 @@ def add_parser(subparsers: SubParsers) -> None:
         "serve",
         summary="run the server (migrate, collect static, gunicorn)",
         paragraphs=[
-            "Migrate the database, collect static files and serve with gunicorn: on SQLite "
-            "one single-threaded process per core (writers queue on a lock file), on "
-            "PostgreSQL two per core plus one of 4 threads each, up to 8 processes. An "
+            "Migrate the database, collect static files and serve with gunicorn's gevent "
+            "worker: on SQLite one process per core, on PostgreSQL one per core plus one, up "
+            "to 8, each serving every request at once; a call that waits (wait_seconds) "
+            "holds no thread and no database connection while it is parked. An "
             "anonymous server "
             "(no AI_MEMORY_ROOT_TOKEN, no user tokens) refuses a non-loopback address unless "
             "AI_MEMORY_ALLOW_ANONYMOUS=1.",
@@ -35,13 +38,30 @@ def add_parser(subparsers: SubParsers) -> None:
         "--bind", help="address to bind (default: $AI_MEMORY_BIND or 127.0.0.1:8000)"
     )
     parser.add_argument("--workers", type=int, help="gunicorn worker processes")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        help="requests each worker process runs at once; calls parked waiting "
-        "(wait_seconds) do not count (more if deciding admission webhooks are slow: a "
-        "request waits for its webhook)",
-    )
+    # Accepted so that scripts written for the threaded server still start; each process
+    # now serves every request at once (docs/serving.md).
+    parser.add_argument("--threads", type=int, help=argparse.SUPPRESS)
+
+
+#: Connections a worker takes beyond the host's waits: requests that run, clients still
+#: sending theirs (2,000 trickling clients must not stop a server, docs/serving.md).
+CONNECTIONS_BEYOND_WAITS = 4096
+#: Open files a worker needs besides its connections (database, logs, the wake sockets).
+FILES_BESIDE_CONNECTIONS = 256
+
+
+def open_files_raise() -> int:
+    """Raise this process's open-files limit (which gunicorn and its workers inherit) as
+    far as the system allows; the limit it has now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        wanted = hard if hard != resource.RLIM_INFINITY else 1 << 20
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError):
+            pass
+    return soft
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,33 +105,35 @@ def run(args: argparse.Namespace) -> int:
     from messaging.services import retry_ids_purge
 
     retry_ids_purge()
+    max_waits, _ = wait_caps.limits_from_environment(os.environ)
+    open_files = open_files_raise()
+    # A parked call holds its connection: a process may hold every wait of the host,
+    # with room beside them for the requests that run and clients still sending.
+    connections_per_worker = max_waits + CONNECTIONS_BEYOND_WAITS
+    if open_files < connections_per_worker + FILES_BESIDE_CONNECTIONS:
+        connections_per_worker = max(64, open_files - FILES_BESIDE_CONNECTIONS)
     print(
         f"ai-memory: serving {bind_url(bind)}; "
         f"database {describe_database(settings.DATABASES['default'])}; "
-        f"data dir {settings.DATA_DIR}; auth: {_auth_mode()}",
+        f"data dir {settings.DATA_DIR}; auth: {_auth_mode()}; "
+        f"waits: up to {min(max_waits, connections_per_worker)} parked calls "
+        f"(open files {open_files})",
         flush=True,
     )
 
     sqlite = settings.DATABASES["default"]["ENGINE"].endswith("sqlite3")
     cores = os.cpu_count() or 1
-    # Chosen by measurement (docs/hot-path.md). On SQLite writers queue on the lock file
-    # across processes (aimemory_site.backends), so processes share its one writer
-    # without polling, and one thread each: the threads of one process take turns on the
-    # GIL at every SQLite call, and on 2 cores 4 processes of 1 thread served sends and
-    # pops at 1.1-1.3x what 3 processes of 4 threads did; one process per core, not
-    # two, then served them at 1.13x and 1.23x at 8 clients, each request using a sixth
-    # less CPU. On PostgreSQL a request waits on the server's answers with the GIL
-    # released, and 4 threads served the same as 1.
-    if sqlite:
-        default_workers, default_threads = min(cores, 8), 1
-    else:
-        default_workers, default_threads = min(2 * cores + 1, 8), 4
+    # Chosen by measurement (docs/serving.md#why-this-design): a process serves its
+    # requests one after another on the CPU, each running until it waits (on PostgreSQL,
+    # for the server's answer), so a process per core keeps the cores busy; on
+    # PostgreSQL one more fills the time they spend waiting for its answers.
+    default_workers = min(cores, 8) if sqlite else min(cores + 1, 8)
     workers = args.workers or default_workers
-    threads = args.threads or default_threads
     from django.db import connections
 
     connections.close_all()  # gunicorn forks; do not share the migration connection
     argv = [
+        "-m",
         "gunicorn",
         "aimemory_site.serving.wsgi:application",
         "--config",
@@ -121,20 +143,22 @@ def run(args: argparse.Namespace) -> int:
         "--workers",
         str(workers),
         "--worker-connections",
-        "20000",
+        str(connections_per_worker),
         "--access-logfile",
         "-",
+        # Several servers run by one user would share gunicorn's default control socket.
         "--no-control-socket",
+        # SIGTERM answers every parked call at once (serving.gunicorn_config); what is
+        # still running then has this long to finish.
         "--graceful-timeout",
         "10",
     ]
-    # gunicorn starts afresh, without Django loaded: its gevent worker patches the
-    # standard library when it starts, and what was made with the unpatched one (Django's
-    # per-thread connection store) would be shared by every greenlet (docs/serving.md).
+    # gunicorn starts afresh, in this process, without Django loaded: its gevent worker
+    # patches the standard library when it starts, and what was made with the unpatched
+    # one (Django's per-thread connections) would be shared by every greenlet.
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(sys.executable, [sys.executable, "-m", "gunicorn", *argv[1:]])
-    return 0
+    os.execv(sys.executable, [sys.executable, *argv])
 
 
 def _auth_mode() -> str:

@@ -18,7 +18,7 @@ from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer
 from pydantic import BaseModel, BeforeValidator, ConfigDict, StrictInt
 
-from aimemory_site.lib.errors import AppError, Code, error_body
+from aimemory_site.lib.errors import AppError, Code, RateLimited, error_body
 from aimemory_site.lib.limits import whole_number
 from aimemory_site.lib.names import NAME_MAX_CHARS
 from aimemory_site.lib.principal import Principal
@@ -139,7 +139,7 @@ PagePathText = Annotated[
 ]
 
 
-Authenticator = Callable[[str | None], Principal]
+Authenticator = Callable[[str | None, str], Principal]
 
 
 class BearerAuth(HttpBearer):
@@ -155,10 +155,13 @@ class BearerAuth(HttpBearer):
 
     def __call__(self, request: HttpRequest) -> Principal:
         # META, not request.headers: building the headers mapping costs more than this.
-        return self._authenticate_header(request.META.get("HTTP_AUTHORIZATION"))
+        meta = request.META
+        return self._authenticate_header(
+            meta.get("HTTP_AUTHORIZATION"), meta.get("REMOTE_ADDR") or ""
+        )
 
     def authenticate(self, request: HttpRequest, token: str) -> Principal:  # pragma: no cover
-        return self._authenticate_header(f"Bearer {token}")
+        return self._authenticate_header(f"Bearer {token}", request.META.get("REMOTE_ADDR") or "")
 
 
 def principal_of(request: HttpRequest, *, access_confirms: bool = False) -> Principal:
@@ -193,7 +196,10 @@ def error_handlers_install(target: NinjaAPI) -> None:
 
     @target.exception_handler(AppError)
     def on_app_error(request: HttpRequest, exc: AppError) -> HttpResponse:
-        return target.create_response(request, error_body(exc), status=exc.http_status)
+        response = target.create_response(request, error_body(exc), status=exc.http_status)
+        if isinstance(exc, RateLimited):
+            response["Retry-After"] = str(exc.retry_after_s)
+        return response
 
     @target.exception_handler(NinjaValidationError)
     def on_validation_error(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:

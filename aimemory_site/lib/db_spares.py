@@ -1,20 +1,21 @@
-"""Open database connections that threads of this process have let go of, for the next
-thread of the process that connects (docs/reference.md#waiting-and-waking).
+"""Open database connections that requests of this process have let go of, for the next
+request of the process that connects (docs/serving.md#database-connections): the
+process's connection pool.
 
-A parked call holds no database connection, transaction or lock. Its thread used to
-close its connections as it parked, and the next request on a thread without one
-connected afresh: on PostgreSQL a new server process, a few milliseconds of both
-machines' time. Each park cost a connect, 500 calls parking at once cost 500, and the
-look after a wake waited for one. Now a thread lets go of its connections here
-(``connections_let_go``) where there is room for them, and the database backends take
-one from here before they connect (``spare_take``); the worker decides the room, so that
-a process keeps no more connections than it did (``aimemory_site.gunicorn_worker``).
+The server runs each request in a greenlet of its own, and Django keeps a connection per
+greenlet, so a connection outlives its request only here. A request lets go of its
+connections when it is answered, and a call lets go of its own before it parks (a
+parked call holds no database connection, transaction or lock): each goes here while
+fewer than ``SPARES_KEPT`` wait, else it is closed. The database backends take one from
+here before they connect (``spare_take``), which on PostgreSQL spares a connect (a new
+server process, a few milliseconds of both machines' time) per request.
 
-Only a connection that can serve any thread is kept: open, usable, in autocommit and
+Only a connection that can serve any request is kept: open, usable, in autocommit and
 outside any transaction. A backend that can hand its connection over has
 ``connection_detach``, which returns the open connection and the backend's own state of
 it, and leaves the wrapper as a closed one (its next query connects again); a spare
-older than the database's ``CONN_MAX_AGE`` is closed when found.
+older than the database's ``CONN_MAX_AGE`` is closed when found, and the backend checks
+a spare again as it takes it (a database that restarted meanwhile closed it).
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ from time import monotonic
 from typing import Any, NamedTuple
 
 from django.db import connections
+
+#: Connections kept per database for the next request; more are closed. A process runs
+#: its requests' database work one at a time on SQLite, and on PostgreSQL as many at a
+#: time as it has requests awaiting the server's answers; the bench's 32 clients on three
+#: processes keep about this many busy in each.
+SPARES_KEPT = 8
 
 
 class _Spare(NamedTuple):
@@ -45,28 +52,31 @@ def spares_count() -> int:
         return sum(map(len, _spares.values()))
 
 
-def spare_take(alias: str, max_age: float | None) -> tuple[Any, dict[str, Any]] | None:
+def spare_take(
+    alias: str, max_age: float | None, usable: Callable[[Any], bool] | None = None
+) -> tuple[Any, dict[str, Any]] | None:
     """A spare connection of ``alias`` and its state, the one let go of last; None if
-    there is none. Spares let go of more than ``max_age`` seconds ago (None: any age)
-    are closed."""
+    there is none. Spares let go of more than ``max_age`` seconds ago (None: any age),
+    and those ``usable`` says are not, are closed."""
     while True:
         with _lock:
             spares = _spares.get(alias)
             if not spares:
                 return None
             spare = spares.pop()
-        if max_age is None or monotonic() - spare.since <= max_age:
+        fresh = max_age is None or monotonic() - spare.since <= max_age
+        if fresh and (usable is None or usable(spare.connection)):
             return spare.connection, spare.state
         with contextlib.suppress(Exception):  # already broken: it is dropped either way
             spare.connection.close()
 
 
-def connections_let_go(room: Callable[[int], bool] | None = None) -> None:
-    """Let go of this thread's open database connections: each one that can serve
-    another thread goes to the spares while ``room(spares_count())`` says there is room
-    for one more (never without ``room``), every other is closed.
+def connections_let_go() -> None:
+    """Let go of this request's open database connections: each one that can serve
+    another request goes to the spares while fewer than ``SPARES_KEPT`` of its database
+    wait there, every other is closed.
 
-    A thread inside a transaction (only a test's, which wraps each test in one) keeps its
+    A caller inside a transaction (only a test's, which wraps each test in one) keeps its
     connections: closing one would end the transaction under the caller."""
     wrappers = connections.all(initialized_only=True)
     if any(wrapper.in_atomic_block for wrapper in wrappers):
@@ -75,17 +85,16 @@ def connections_let_go(room: Callable[[int], bool] | None = None) -> None:
         if wrapper.connection is None:
             continue
         detach = getattr(wrapper, "connection_detach", None)
-        if detach is None or room is None or not _reusable(wrapper):
+        if detach is None or not _reusable(wrapper):
             wrapper.close()
             continue
         with _lock:
-            if not room(sum(map(len, _spares.values()))):
-                detach = None
-            else:
+            spares = _spares.setdefault(wrapper.alias, [])
+            if len(spares) < SPARES_KEPT:
                 connection, state = detach()
-                _spares.setdefault(wrapper.alias, []).append(_Spare(connection, state, monotonic()))
-        if detach is None:
-            wrapper.close()
+                spares.append(_Spare(connection, state, monotonic()))
+                continue
+        wrapper.close()
 
 
 def _reusable(wrapper: Any) -> bool:

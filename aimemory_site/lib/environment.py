@@ -136,6 +136,20 @@ ENVIRONMENT: tuple[EnvironmentVariable, ...] = (
         "unset: no limit",
     ),
     EnvironmentVariable(
+        "AI_MEMORY_MAX_WAITS",
+        Reader.SERVER,
+        "calls parked waiting (`wait_seconds`: pops, status and session waits) the host holds "
+        "at once; past it a call that would wait gets 429 `too_many_waits` with `Retry-After`",
+        "`10000`",
+    ),
+    EnvironmentVariable(
+        "AI_MEMORY_MAX_WAITS_PER_CALLER",
+        Reader.SERVER,
+        "parked calls one caller holds at once (a user with all their tokens, root, or on an "
+        "anonymous server an address); past it 429 `too_many_waits`",
+        "`200`",
+    ),
+    EnvironmentVariable(
         "AI_MEMORY_CLIENT_TIMEOUT",
         Reader.SERVER,
         "seconds a connection may pause in the middle of its request (or of reading its "

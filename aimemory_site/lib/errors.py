@@ -29,6 +29,7 @@ class Code(enum.StrEnum):
     SERVER_ERROR = "server_error"
     DATABASE_UNAVAILABLE = "database_unavailable"
     RATE_LIMITED = "rate_limited"
+    TOO_MANY_WAITS = "too_many_waits"
     # Requests
     BAD_HOST = "bad_host"
     ORIGIN_NOT_ALLOWED = "origin_not_allowed"
@@ -135,6 +136,13 @@ class RateLimited(AppError):
     def __init__(self, message: str, *, retry_after_s: int) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class TooManyWaits(RateLimited):
+    """A call with ``wait_seconds`` that would pass a cap on parked calls; it did not park
+    and changed nothing (docs/serving.md#caps)."""
+
+    code = Code.TOO_MANY_WAITS
 
 
 def error_body(exc: AppError, **extra: Any) -> dict[str, Any]:

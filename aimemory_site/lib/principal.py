@@ -43,10 +43,17 @@ class Principal:
     kind: str  # "anonymous" | "root" | "user"
     user: User | None = None
     open_server_check: OpenServerCheck | None = field(default=None, compare=False, repr=False)
+    # The keyed hash of the API token it came with, so a call that waits can be
+    # authenticated again at every look (``projects.auth.principal_recheck``).
+    token_hash: str | None = field(default=None, compare=False, repr=False)
+    # The caller's address, which counts an anonymous server's waits (``wait_key``).
+    address: str = field(default="", compare=False, repr=False)
 
     @classmethod
-    def anonymous(cls, open_server_check: OpenServerCheck | None = None) -> Principal:
-        return cls(kind="anonymous", open_server_check=open_server_check)
+    def anonymous(
+        cls, open_server_check: OpenServerCheck | None = None, *, address: str = ""
+    ) -> Principal:
+        return cls(kind="anonymous", open_server_check=open_server_check, address=address)
 
     def confirmed(self) -> Principal:
         """This caller, once it is known to be let in: an anonymous caller's open-server
@@ -65,9 +72,9 @@ class Principal:
         return cls(kind="root")
 
     @classmethod
-    def for_user(cls, user: User) -> Principal:
+    def for_user(cls, user: User, *, token_hash: str | None = None) -> Principal:
         # A Django superuser is root for access purposes (the web UI, admin-made users).
-        return cls(kind="root" if user.is_superuser else "user", user=user)
+        return cls(kind="root" if user.is_superuser else "user", user=user, token_hash=token_hash)
 
     @property
     def key(self) -> str:
@@ -82,6 +89,15 @@ class Principal:
         if self.user is not None:
             return f"user:{self.user.pk}"
         return self.kind
+
+    @property
+    def wait_key(self) -> str:
+        """Whose parked calls count together against ``AI_MEMORY_MAX_WAITS_PER_CALLER``
+        (docs/serving.md#caps): a user with all their tokens, root, or on an anonymous
+        server a source address."""
+        if self.kind == "anonymous":
+            return f"address:{self.address}"
+        return self.key
 
     @property
     def sees_everything(self) -> bool:

@@ -1,17 +1,26 @@
 """Wake-ups: how a parked call learns that a commit concerns it
-(docs/reference.md#waiting-and-waking).
+(docs/serving.md#the-loop; docs/reference.md#waiting-and-waking).
 
-A call that waits (a pop, a status or a session wait with ``wait_seconds``) subscribes to
-*topics* before it looks, so nothing committed between its look and its park is missed,
-then parks until a topic it holds is published, its time is up, or the process shuts
-down. A write publishes its topics once its transaction has committed; then every parked
-call holding one of them looks again. A wake says only "look again", never what changed:
-the look decides, so a wake that comes to nothing (another parked pop claimed the message
-first) costs one look and the call parks again.
+A call that waits (a pop, a status or a session wait with ``wait_seconds``) takes a place
+under the caps (``lib.wait_caps``), subscribes to *topics* before it looks, so nothing
+committed between its look and its park is missed, then parks until a topic it holds is
+published, its time is up, its client goes or the process shuts down. A write publishes
+its topics once its transaction has committed. A wake says only "look again", never what
+changed: the look decides, and before every look after a park the caller's right to look
+is decided again (``recheck``), so a revoked token or a removed grant ends the wait with
+the answer a new call would get.
+
+Most waiters of a topic are all woken by a publication (status and session waits). A
+*claimer* (a pop) is not: a publication of an inbox wakes one claimer parked on it in
+each process, the one parked longest, since one message can be claimed once. A claimer
+woken that does not look (its client went, its time ran out, its right to look was
+lost) hands the wake to the next one.
 
 This module is the registry of one process. ``wake_publish`` hands a publication to the
 process's transport as well (``transport_set``), which carries it to the other processes
-of the host and to other hosts; what they receive they hand to ``wake_deliver``.
+of the host and to other hosts; what they receive they hand to ``wake_deliver``. Under
+``ai-memory serve`` every parked call is a greenlet of the gevent worker, and the
+``threading`` primitives here are gevent's (docs/serving.md).
 
 Topics are strings made by the functions below, so a publisher and a waiter cannot spell
 one differently.
@@ -25,8 +34,9 @@ from contextlib import contextmanager
 from time import monotonic
 from typing import Protocol, TypeVar, runtime_checkable
 
+from aimemory_site.lib import wait_caps
 from aimemory_site.lib.db_spares import connections_let_go
-from aimemory_site.lib.errors import BadRequest, Code
+from aimemory_site.lib.errors import BadRequest, Code, TooManyWaits
 from aimemory_site.lib.limits import WAIT_SECONDS_MAX, whole_number
 
 T = TypeVar("T")
@@ -36,9 +46,9 @@ T = TypeVar("T")
 CLIENT_CHECK_SECONDS = 1.0
 
 #: WSGI environ key of the zero-argument callable that says whether the request's client
-#: has gone (closed its connection). Set by ``aimemory_site.gunicorn_worker``, where it is
-#: a ``WatchableClient``; absent under other servers, where a parked call cannot tell and
-#: waits its time.
+#: has gone (closed its connection). Set by ``ai-memory serve`` (``aimemory_site.serving``),
+#: where it is a ``WatchableClient``; absent under other servers, where a parked call
+#: cannot tell and waits its time.
 CLIENT_GONE = "aimemory.client_gone"
 
 
@@ -52,7 +62,7 @@ class WatchableClient(Protocol):
 
     def __call__(self) -> bool: ...
 
-    def watch(self, wake: Callable[[], None]) -> Callable[[], None] | None: ...
+    def watch(self, wake: Callable[[], object]) -> Callable[[], object] | None: ...
 
 
 def wait_seconds_parse(value: object) -> int:
@@ -92,21 +102,34 @@ def session_topic(session_id: str) -> str:
 
 
 class Waiter:
-    """One parked call's subscription: the topics it holds and the event that wakes it."""
+    """One parked call's subscription: the topics it holds, whether it is a claimer, and
+    the event that wakes it."""
 
-    __slots__ = ("_event", "topics")
+    __slots__ = ("_event", "claimer", "owed", "topics")
 
-    def __init__(self, topics: frozenset[str]) -> None:
+    def __init__(self, topics: frozenset[str], claimer: bool = False) -> None:
         self.topics = topics
+        self.claimer = claimer
+        # Woken, and the look it owes for it not yet done.
+        self.owed = False
         self._event = threading.Event()
 
-    def wake(self) -> None:
+    def wake(self) -> bool:
+        """Wake it; False if a wake was pending already."""
+        if self._event.is_set():
+            return False
         self._event.set()
+        return True
+
+    @property
+    def woken(self) -> bool:
+        """Whether a wake is pending (not yet taken by ``wait``)."""
+        return self._event.is_set()
 
     def wait(self, timeout: float) -> bool:
         """Park for at most ``timeout`` seconds; True when woken (or shutting down).
 
-        The wake is consumed, so the next wait parks again until the next one."""
+        The wake is taken, so the next wait parks again until the next one."""
         woken = self._event.wait(max(0.0, timeout))
         self._event.clear()
         return woken
@@ -115,13 +138,14 @@ class Waiter:
 class _Registry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_topic: dict[str, set[Waiter]] = {}
+        # Per topic, its waiters in the order they subscribed (a dict keeps it).
+        self._by_topic: dict[str, dict[Waiter, None]] = {}
         self.shutting_down = False
 
     def add(self, waiter: Waiter) -> None:
         with self._lock:
             for topic in waiter.topics:
-                self._by_topic.setdefault(topic, set()).add(waiter)
+                self._by_topic.setdefault(topic, {})[waiter] = None
             if self.shutting_down:
                 waiter.wake()
 
@@ -130,16 +154,24 @@ class _Registry:
             for topic in waiter.topics:
                 waiters = self._by_topic.get(topic)
                 if waiters is not None:
-                    waiters.discard(waiter)
+                    waiters.pop(waiter, None)
                     if not waiters:
                         del self._by_topic[topic]
 
     def deliver(self, topics: Iterable[str]) -> int:
+        """Wake every waiter of ``topics`` but claimers, and per topic the claimer that
+        has waited longest of those with no wake pending; returns how many were woken."""
+        woken = 0
         with self._lock:
-            woken = {w for topic in topics for w in self._by_topic.get(topic, ())}
-        for waiter in woken:
-            waiter.wake()
-        return len(woken)
+            for topic in topics:
+                claimer_woken = False
+                for waiter in self._by_topic.get(topic, ()):
+                    if not waiter.claimer:
+                        woken += waiter.wake()
+                    elif not claimer_woken and waiter.wake():
+                        claimer_woken = True
+                        woken += 1
+        return woken
 
     def wake_all(self) -> int:
         with self._lock:
@@ -243,58 +275,61 @@ def parked_count() -> int:
 
 
 @contextmanager
-def wake_subscription(topics: Iterable[str]) -> Iterator[Waiter]:
+def wake_subscription(topics: Iterable[str], *, claimer: bool = False) -> Iterator[Waiter]:
     subscribed = frozenset(topics)
     listen = _listen
     if listen is not None:
         listen(subscribed)
     unlisten = _unlisten if listen is not None else None
     try:
-        waiter = Waiter(subscribed)
+        waiter = Waiter(subscribed, claimer)
         _registry.add(waiter)
         try:
             yield waiter
         finally:
             _registry.remove(waiter)
+            if claimer and (waiter.woken or waiter.owed):
+                # A wake it did not look for is the next claimer's. One it looked for is
+                # spent, whatever the look claimed: a look that found nothing found the
+                # message claimed already, and handing its wake on would send every
+                # parked pop to look in turn.
+                _registry.deliver(subscribed)
     finally:
         if unlisten is not None:
             unlisten(subscribed)
 
 
-# The worker's hook around a park (aimemory_site.gunicorn_worker): a parked call gives
-# back its share of the process's request capacity while it parks, and takes it again
-# before it looks. Unset (tests, other servers): a park is only a wait.
-_park_hooks = threading.local()
-
-
 @contextmanager
-def parking_hooks(release: Callable[[], None], reacquire: Callable[[], None]) -> Iterator[None]:
-    """Within this block, parks on this thread call ``release`` before and ``reacquire``
-    after they wait."""
-    _park_hooks.pair = (release, reacquire)
+def wait_place(caller: str, place: str | None = None) -> Iterator[None]:
+    """Hold one of the host's parked calls for ``caller`` (``lib.wait_caps``), or raise
+    ``TooManyWaits`` at once; ``place``: see ``WaitCounts.take``."""
+    counts = wait_caps.counts()
+    try:
+        counts.take(caller, place)
+    except wait_caps.CapReached as reached:
+        whose = "this server" if reached.which == "host" else "this caller"
+        raise TooManyWaits(
+            f"too many calls with wait_seconds are parked for {whose} "
+            f"({counts.host_limit if reached.which == 'host' else counts.caller_limit}); "
+            "nothing was done: retry later, or call without wait_seconds",
+            retry_after_s=wait_caps.RETRY_AFTER_SECONDS,
+        ) from None
     try:
         yield
     finally:
-        _park_hooks.pair = None
+        counts.give_back(caller, place)
 
 
 def _park(waiter: Waiter, deadline: float, client_gone: Callable[[], bool] | None) -> bool:
     """Park ``waiter`` until it is woken (True), or ``deadline`` (a ``monotonic()``
     moment) passes, the process shuts down or ``client_gone`` says the client has gone
     (False). A ``WatchableClient`` wakes the call when its client goes (the caller then
-    asks it); any other is asked every ``CLIENT_CHECK_SECONDS``.
-
-    The asking needs no database and no slot: the call gives its slot back once for the
-    whole park (500 parked calls taking one each second to ask stood in the queue of
-    the requests that run)."""
-    pair = getattr(_park_hooks, "pair", None)
-    if pair is not None:
-        pair[0]()  # release: the worker lets go of this thread's connections for others
+    asks it); any other is asked every ``CLIENT_CHECK_SECONDS``."""
     unwatch = None
     try:
-        # A parked call holds no database connection, transaction or lock: whatever
-        # this thread still holds is closed before it parks (the look after the wake
-        # takes a spare or connects; lib.db_spares). A caller inside a transaction (only
+        # A parked call holds no database connection, transaction or lock: what it still
+        # holds goes to the spares (lib.db_spares) for the next request, and the look
+        # after the wake takes a spare or connects. A caller inside a transaction (only
         # a test's, which wraps each test in one) keeps its connection.
         connections_let_go()
         if isinstance(client_gone, WatchableClient):
@@ -312,8 +347,6 @@ def _park(waiter: Waiter, deadline: float, client_gone: Callable[[], bool] | Non
     finally:
         if unwatch is not None:
             unwatch()
-        if pair is not None:
-            pair[1]()  # reacquire
 
 
 def wait_for(
@@ -321,12 +354,24 @@ def wait_for(
     *,
     topics: Iterable[str],
     wait_seconds: float,
+    caller: str,
+    recheck: Callable[[], object] | None = None,
+    claimer: bool = False,
+    place: str | None = None,
     client_gone: Callable[[], bool] | None = None,
     until: float | None = None,
 ) -> T | None:
     """``look()`` now, and again after every wake on ``topics``, until it answers
     something other than None or ``wait_seconds`` have passed; returns its answer, or
     None at the timeout.
+
+    The wait holds one of the host's parked calls for ``caller`` (``Principal.wait_key``)
+    while it lasts, or raises ``TooManyWaits`` before the first look when a cap is
+    reached (``place``: see ``lib.wait_caps.WaitCounts.take``). ``recheck``, when given,
+    runs before every look after a park and before the answer at the timeout, and raises
+    what a new call would get when the caller may no longer look (docs/serving.md#the-
+    loop). A ``claimer`` (a pop) is woken alone among the claimers of a topic, and hands
+    a wake it did not look for to the next.
 
     ``look`` runs with a fresh database connection after each park and must commit what
     it writes before it returns (it is never inside the caller's transaction: this must
@@ -339,15 +384,23 @@ def wait_for(
     deadline = monotonic() + max(0.0, wait_seconds)
     if until is not None:
         deadline = min(deadline, until)
-    with wake_subscription(topics) as waiter:
+    with wait_place(caller, place), wake_subscription(topics, claimer=claimer) as waiter:
         answer = look()
         while answer is None:
             if deadline - monotonic() <= 0 or shutting_down():
-                return None
+                break
             # Only a publication (or its echo) sends the call back to the database.
             if not _park(waiter, deadline, client_gone):
-                return None
+                break
+            waiter.owed = True
             if client_gone is not None and client_gone():
                 return None
+            if recheck is not None:
+                recheck()
             answer = look()
-        return answer
+            waiter.owed = False
+        else:
+            return answer
+    if recheck is not None and not (client_gone is not None and client_gone()):
+        recheck()
+    return None

@@ -30,7 +30,9 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     try:
         # No WWW-Authenticate on the 401: a challenge sends clients looking for OAuth,
         # which this server does not offer; they should use their configured bearer.
-        principal = principal_from_authorization(request.headers.get("Authorization"))
+        principal = principal_from_authorization(
+            request.headers.get("Authorization"), request.META.get("REMOTE_ADDR") or ""
+        )
     except Unauthorized as exc:
         return app_error_reply(exc).response()
     return handle_body(

@@ -36,7 +36,7 @@ from messaging.models import (
 )
 from messaging.notices import inbox_notice
 from messaging.selectors import message_pending_count
-from projects.access import Level, project_access
+from projects.access import Level, project_access, project_access_again
 from projects.models import AgentSession, Project
 
 
@@ -178,6 +178,10 @@ def session_wait(
         look,
         topics=[inbox_topic(found.pk), topic],
         wait_seconds=wait,
+        caller=principal.wait_key,
+        recheck=lambda: project_access_again(principal, workspace, project, need=Level.READ),
+        # A newer wait of this session takes its older one's place under the caps.
+        place=f"session:{session.pk}",
         client_gone=client_gone,
     )
     if answer is not None:

@@ -41,7 +41,7 @@ class WatchedClient:
     def __call__(self) -> bool:
         return client_gone(self.sock)
 
-    def watch(self, wake: Callable[[], None]) -> Callable[[], None] | None:
+    def watch(self, wake: Callable[[], object]) -> Callable[[], object] | None:
         if self.pipelined:
             return None
         try:
@@ -58,4 +58,5 @@ class WatchedClient:
             wake()
 
         watcher.start(readable)
-        return watcher.stop
+        stop: Callable[[], object] = watcher.stop
+        return stop

@@ -1,14 +1,34 @@
-"""gunicorn's configuration for ``ai-memory serve`` (``-c python:<this module>``): its
-documented settings and server hooks, nothing else (docs/serving.md)."""
+"""gunicorn's configuration for ``ai-memory serve`` (``--config python:<this module>``): its
+documented settings and server hooks (docs/serving.md).
+
+gunicorn's master process loads this module and the worker class, and must not load
+Django: the gevent worker patches the standard library as it starts, and whatever was
+made before with the unpatched one (Django's per-thread connections, above all) would
+be shared by every greenlet. So the hooks import the application's modules when they
+run, in the worker, and the module itself imports only ``lib.wait_caps``, which needs no
+Django.
+"""
 
 from __future__ import annotations
 
+import os
 import signal
 from typing import Any
 
 import gevent
 
-worker_class = "gevent"
+from aimemory_site.lib import wait_caps
+
+worker_class = "aimemory_site.serving.worker.Worker"
+# Longer request lines reach the application, which refuses them in the route's own
+# kind of answer (``serving.wsgi.REQUEST_LINE_MAX_BYTES``).
+limit_request_line = 0
+
+
+def on_starting(server: Any) -> None:
+    """In the master, before any worker is forked: the host's counts of parked calls,
+    shared by every worker (``lib.wait_caps``)."""
+    wait_caps.counts_make(*wait_caps.limits_from_environment(os.environ))
 
 
 def post_worker_init(worker: Any) -> None:
@@ -21,7 +41,9 @@ def post_worker_init(worker: Any) -> None:
     stop = signal.getsignal(signal.SIGTERM)
 
     def terminated(signum: int, frame: Any) -> None:
-        # A signal handler may run inside the event loop, which must not block: the
+        # Every parked call answers as if its time were up, then the worker stops as
+        # gunicorn stops it: it takes no new connection and waits for the answers. A
+        # signal handler may run inside the event loop, which must not block, so the
         # wake-up runs in a greenlet of its own.
         gevent.spawn(wakeups.wake_shutdown)
         if callable(stop):
@@ -31,6 +53,7 @@ def post_worker_init(worker: Any) -> None:
 
 
 def worker_exit(server: Any, worker: Any) -> None:
+    """However a worker stops (its master gone, a restart), no call stays parked."""
     from aimemory_site.lib import wakeups
 
     wakeups.wake_shutdown()

@@ -3,38 +3,37 @@ request under the environ keys the apps read (docs/serving.md#the-loop)."""
 
 from __future__ import annotations
 
-import contextvars
+import json
 import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aimemory_site.settings")
 
-from django.conf import settings  # noqa: E402
-from django.core.wsgi import get_wsgi_application  # noqa: E402
+from django.conf import settings
+from django.core.wsgi import get_wsgi_application
 
-from aimemory_site.lib.db_spares import connections_let_go  # noqa: E402
-from aimemory_site.lib.wakeups import CLIENT_GONE  # noqa: E402
-from aimemory_site.serving.clients import WatchedClient  # noqa: E402
-from aimemory_site.serving.keys import CLOSE_CONNECTION  # noqa: E402
+from aimemory_site.errors_views import MACHINE_PREFIXES, machine_error_body
+from aimemory_site.lib.db_spares import connections_let_go
+from aimemory_site.lib.errors import AppError, Code
+from aimemory_site.lib.wakeups import CLIENT_GONE
+from aimemory_site.serving.clients import WatchedClient
+from aimemory_site.serving.keys import CLOSE_CONNECTION
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
-#: Database connections a process keeps open between requests, as spares for the next
-#: request's greenlet (``lib.db_spares``): a greenlet per connection, each holding a
-#: database connection, would hold hundreds on a busy host.
-SPARE_CONNECTIONS = 4
-
-
-def _room(spares: int) -> bool:
-    return spares < SPARE_CONNECTIONS
+#: The longest request line (method, target and version) served. gunicorn is told to
+#: take longer ones (``limit_request_line = 0``) so that the application, which knows
+#: the route, refuses them: JSON on the machine routes, a page on the web.
+REQUEST_LINE_MAX_BYTES = 4094
 
 
 def serving(application: WsgiApp) -> WsgiApp:
     """Wrap ``application`` so each request's environ holds ``CLIENT_GONE`` and
     ``CLOSE_CONNECTION``, its socket gives up on a client silent for
-    ``AI_MEMORY_CLIENT_TIMEOUT``, and its database connections go back to the spares
-    when it is answered."""
+    ``AI_MEMORY_CLIENT_TIMEOUT`` while its body is read and its answer written, a request
+    line over ``REQUEST_LINE_MAX_BYTES`` is refused, and its database connections go
+    back to the spares once it is answered."""
     client_timeout = float(settings.AI_MEMORY_CLIENT_TIMEOUT)
 
     def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -45,22 +44,35 @@ def serving(application: WsgiApp) -> WsgiApp:
         force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)
         if callable(force_close):
             environ[CLOSE_CONNECTION] = force_close
-        # A context of its own: Django keeps a request's database connections in context
-        # variables, which a greenlet would otherwise share with the one that spawned it.
-        return contextvars.Context().run(_answered, application, environ, start_response)
+        target = environ.get("RAW_URI") or environ.get("PATH_INFO", "")
+        if len(environ.get("REQUEST_METHOD", "")) + len(target) + 10 > REQUEST_LINE_MAX_BYTES:
+            return _request_line_too_long(environ, start_response)
+        try:
+            return application(environ, start_response)
+        finally:
+            # A Django response is whole when the application returns: its database
+            # connections can serve the next request now.
+            connections_let_go()
 
     return wsgi
 
 
-def _answered(
-    application: WsgiApp, environ: dict[str, Any], start_response: Callable[..., Any]
+def _request_line_too_long(
+    environ: dict[str, Any], start_response: Callable[..., Any]
 ) -> Iterable[bytes]:
-    try:
-        return application(environ, start_response)
-    finally:
-        # A Django response is whole when the application returns: its database
-        # connections can serve the next request now.
-        connections_let_go(_room)
+    path = environ.get("PATH_INFO", "")
+    status = "414 URI Too Long"
+    if not path.startswith(MACHINE_PREFIXES):
+        page = b"<!doctype html><title>414 URI Too Long</title><h1>URI Too Long</h1>"
+        start_response(status, [("Content-Type", "text/html; charset=utf-8")])
+        return [page]
+    error = AppError(
+        f"the request line (method, path and query) is longer than {REQUEST_LINE_MAX_BYTES} bytes",
+        code=Code.REQUEST_LINE_TOO_LONG,
+    )
+    body = json.dumps(machine_error_body(path, 414, error)).encode()
+    start_response(status, [("Content-Type", "application/json")])
+    return [body]
 
 
 application = serving(get_wsgi_application())

@@ -1,8 +1,10 @@
-"""Connections a thread lets go of (a parked call's) serve the next thread that connects,
-on either database; a parked call holds none."""
+"""Connections a request lets go of (a parked call's too) serve the next one that
+connects, on either database; a parked call holds none; a spare the database closed is
+not handed out."""
 
 from __future__ import annotations
 
+import select
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -48,14 +50,10 @@ def _connected() -> Any:
     return connection.connection
 
 
-def _room(spares: int) -> bool:
-    return spares < 4
-
-
-def _let_go(room: Callable[[int], bool] = _room) -> Any:
+def _let_go() -> Any:
     """Connect, then let go of the connection; the driver's connection it was."""
     raw = _connected()
-    db_spares.connections_let_go(room)
+    db_spares.connections_let_go()
     assert connection.connection is None  # the thread holds none
     return raw
 
@@ -67,10 +65,26 @@ def test_a_connection_let_go_of_is_the_next_threads() -> None:
     assert db_spares.spares_count() == 0
 
 
-def test_without_room_it_is_closed() -> None:
-    first = _in_thread(lambda: _let_go(lambda spares: False))
-    assert db_spares.spares_count() == 0
-    assert _in_thread(_connected) is not first
+def test_past_the_spares_kept_it_is_closed() -> None:
+    """More requests than ``SPARES_KEPT`` each hold a connection at once, then let go."""
+    count = db_spares.SPARES_KEPT + 2
+    all_connected = threading.Barrier(count)
+
+    def connect_then_let_go() -> Any:
+        raw = _connected()
+        all_connected.wait(10)
+        db_spares.connections_let_go()
+        return raw
+
+    threads = [
+        threading.Thread(target=_in_thread, args=(connect_then_let_go,)) for _ in range(count)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+
+    assert db_spares.spares_count() == db_spares.SPARES_KEPT
 
 
 def test_a_spare_older_than_the_connections_age_is_closed(
@@ -87,7 +101,7 @@ def test_a_connection_inside_a_transaction_is_kept() -> None:
     def in_transaction() -> tuple[Any, Any]:
         with transaction.atomic():
             raw = _connected()
-            db_spares.connections_let_go(_room)
+            db_spares.connections_let_go()
             return raw, connection.connection
 
     raw, still = _in_thread(in_transaction)
@@ -100,7 +114,7 @@ def test_a_connection_that_met_an_error_is_closed() -> None:
         raw = _connected()
         with pytest.raises(DatabaseError), connection.cursor() as cursor:
             cursor.execute("SELECT * FROM no_such_table")
-        db_spares.connections_let_go(_room)
+        db_spares.connections_let_go()
         return raw
 
     first = _in_thread(failed)
@@ -109,32 +123,43 @@ def test_a_connection_that_met_an_error_is_closed() -> None:
 
 
 def test_a_parked_call_lets_go_of_its_connection_for_the_look_after_the_wake() -> None:
-    """The worker's release hook hands the connection over (``gunicorn_worker``): the
-    call parks with none, and the look after the wake takes it back."""
+    """The call parks with none, and the look after the wake takes it back."""
     seen: list[Any] = []
     parked = threading.Event()
 
-    def release() -> None:
-        db_spares.connections_let_go(_room)
-        seen.append(connection.connection)  # None: a parked call holds no connection
-        parked.set()
-
     def look() -> Any:
+        if seen:
+            seen.append(connection.connection)  # before the look's query: None
         seen.append(_connected())
+        parked.set()
         return seen[-1] if len(seen) > 2 else None
 
     def wait() -> Any:
-        with wakeups.parking_hooks(release, lambda: None):
-            return wakeups.wait_for(look, topics=["t"], wait_seconds=30)
+        return wakeups.wait_for(look, topics=["t"], wait_seconds=30, caller="alice")
 
     result: list[Any] = []
     thread = threading.Thread(target=lambda: result.append(_in_thread(wait)))
     thread.start()
     assert parked.wait(10)
-    assert db_spares.spares_count() == 1
+    while db_spares.spares_count() == 0:  # the park lets go after the first look
+        thread.join(0.01)
     wakeups.wake_publish(["t"])
     thread.join(10)
-    first_look, while_parked, second_look = seen
-    assert while_parked is None
+    first_look, before_second, second_look = seen
+    assert before_second is None
     assert second_look is first_look
     assert result == [first_look]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="a server that closes")
+def test_a_spare_the_server_closed_is_not_handed_out() -> None:
+    """After a restart of PostgreSQL every spare is dead: the next request connects
+    afresh instead of failing with a 503 (the spare is checked as it is taken)."""
+    connection.ensure_connection()  # this thread's own, not the spare it would take
+    first = _in_thread(_let_go)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [first.info.backend_pid])
+    # A barrier, not a pause: the server's goodbye has reached the spare's socket.
+    assert select.select([first.pgconn.socket], [], [], 5)[0]
+
+    assert _in_thread(_connected) is not first

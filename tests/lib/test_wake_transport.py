@@ -61,7 +61,7 @@ def _park(
 
     thread = threading.Thread(
         target=lambda: answers.append(
-            wakeups.wait_for(look, topics=[topic], wait_seconds=wait_seconds)
+            wakeups.wait_for(look, topics=[topic], wait_seconds=wait_seconds, caller="alice")
         )
     )
     thread.start()
@@ -163,7 +163,7 @@ def test_a_call_that_begins_to_wait_during_an_unheard_write_looks_after_its_comm
             return "looked"
 
         waiter = threading.Thread(
-            target=lambda: wakeups.wait_for(look, topics=[topic], wait_seconds=10)
+            target=lambda: wakeups.wait_for(look, topics=[topic], wait_seconds=10, caller="alice")
         )
         waiter.start()
         waiter.join(0.3)  # it is held at its mark, not parked: nothing to wait for
@@ -328,6 +328,7 @@ def test_with_no_call_waiting_it_unlistens_and_listens_again_for_the_next(
                 lambda: "heard" if second_heard.is_set() else None,
                 topics=["inbox:second-wait"],
                 wait_seconds=20,
+                caller="alice",
             )
         )
     )

@@ -1,4 +1,5 @@
-"""The in-process wake registry: subscribe, publish, park, shut down."""
+"""The in-process wake registry: subscribe, publish, park, shut down; one claimer woken
+per publication; the caps; the caller's right decided again after every park."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import threading
 
 import pytest
 
-from aimemory_site.lib import wakeups
+from aimemory_site.lib import wait_caps, wakeups
+from aimemory_site.lib.errors import TooManyWaits, Unauthorized
 
 pytestmark = pytest.mark.usefixtures("wakeups_alone")
 
@@ -24,7 +26,7 @@ def _park_in_thread(
 
     thread = threading.Thread(
         target=lambda: result.append(
-            wakeups.wait_for(look, topics=topics, wait_seconds=wait_seconds)
+            wakeups.wait_for(look, topics=topics, wait_seconds=wait_seconds, caller="alice")
         )
     )
     thread.start()
@@ -51,7 +53,7 @@ def test_a_publication_on_another_topic_leaves_it_parked() -> None:
 
 
 def test_a_wait_that_finds_something_at_once_does_not_park() -> None:
-    assert wakeups.wait_for(lambda: "here", topics=["t"], wait_seconds=60) == "here"
+    assert wakeups.wait_for(lambda: "here", topics=["t"], wait_seconds=60, caller="alice") == "here"
     assert wakeups.parked_count() == 0
 
 
@@ -60,7 +62,7 @@ def test_shutdown_answers_parked_calls_and_later_waits_at_once() -> None:
     wakeups.wake_shutdown()
     thread.join(5)
     assert result == [None]
-    assert wakeups.wait_for(lambda: None, topics=["t"], wait_seconds=60) is None
+    assert wakeups.wait_for(lambda: None, topics=["t"], wait_seconds=60, caller="alice") is None
 
 
 def test_a_gone_client_ends_the_wait_without_another_look() -> None:
@@ -73,7 +75,7 @@ def test_a_gone_client_ends_the_wait_without_another_look() -> None:
     def gone() -> bool:
         return True
 
-    wakeups.wait_for(look, topics=["t"], wait_seconds=60, client_gone=gone)
+    wakeups.wait_for(look, topics=["t"], wait_seconds=60, caller="alice", client_gone=gone)
     assert looks == 1
 
 
@@ -94,7 +96,7 @@ def test_the_transport_listens_before_the_first_look() -> None:
         order.append("look")
         return "found"
 
-    wakeups.wait_for(look, topics=["t"], wait_seconds=1)
+    wakeups.wait_for(look, topics=["t"], wait_seconds=1, caller="alice")
 
     assert order == ["listen", "look"]
 
@@ -111,11 +113,10 @@ def test_wake_all_sends_every_parked_call_back_to_look() -> None:
         assert result == ["looked again"]
 
 
-def test_asking_after_the_client_takes_no_slot(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A parked call asks after its client every CLIENT_CHECK_SECONDS without taking its
-    slot back: it gives the slot back once when it parks and takes it once to look."""
+def test_asking_after_the_client_needs_no_wake(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that cannot be watched is asked every CLIENT_CHECK_SECONDS while the call
+    stays parked; only a publication sends it back to look."""
     monkeypatch.setattr(wakeups, "CLIENT_CHECK_SECONDS", 0.01)
-    turns: list[str] = []
     asked = threading.Semaphore(0)
 
     def client_gone() -> bool:
@@ -128,19 +129,214 @@ def test_asking_after_the_client_takes_no_slot(monkeypatch: pytest.MonkeyPatch) 
         looks.append("look")
         return "found" if len(looks) > 1 else None
 
-    def wait() -> object | None:
-        with wakeups.parking_hooks(lambda: turns.append("release"), lambda: turns.append("take")):
-            return wakeups.wait_for(
-                look, topics=["inbox:t"], wait_seconds=20, client_gone=client_gone
-            )
-
     result: list[object] = []
-    thread = threading.Thread(target=lambda: result.append(wait()))
+    thread = threading.Thread(
+        target=lambda: result.append(
+            wakeups.wait_for(
+                look, topics=["inbox:t"], wait_seconds=20, caller="alice", client_gone=client_gone
+            )
+        )
+    )
     thread.start()
     for _ in range(5):  # the client is asked again and again while it stays parked
         assert asked.acquire(timeout=5)
+    assert looks == ["look"]
     wakeups.wake_publish(["inbox:t"])
     thread.join(5)
 
     assert result == ["found"]
-    assert turns == ["release", "take"]
+
+
+class _Claimer:
+    """A parked pop in a thread: its looks are counted, and it claims what is offered."""
+
+    def __init__(self, topic: str, offered: list[str], gone: threading.Event | None = None) -> None:
+        self.looks = 0
+        self.result: list[object] = []
+        self._looked = threading.Event()
+        self._offered = offered
+        self._gone = gone
+
+        def look() -> str | None:
+            self.looks += 1
+            self._looked.set()
+            return self._offered.pop() if self._offered else None
+
+        def client_gone() -> bool:
+            return self._gone is not None and self._gone.is_set()
+
+        self.thread = threading.Thread(
+            target=lambda: self.result.append(
+                wakeups.wait_for(
+                    look,
+                    topics=[topic],
+                    wait_seconds=30,
+                    caller="alice",
+                    claimer=True,
+                    client_gone=client_gone,
+                )
+            )
+        )
+        self.thread.start()
+        assert self._looked.wait(5)
+        self._looked.clear()
+
+    def looked_again(self, seconds: float) -> bool:
+        return self._looked.wait(seconds)
+
+
+def test_a_publication_wakes_one_claimer_of_many() -> None:
+    offered: list[str] = []
+    claimers = [_Claimer("inbox:1", offered) for _ in range(5)]
+    offered.append("message")
+
+    wakeups.wake_publish(["inbox:1"])
+
+    assert claimers[0].looked_again(5)  # the one parked longest
+    claimers[0].thread.join(5)
+    assert claimers[0].result == ["message"]
+    assert [c.looks for c in claimers[1:]] == [1, 1, 1, 1]
+    wakeups.wake_shutdown()
+    for claimer in claimers[1:]:
+        claimer.thread.join(5)
+
+
+def test_two_publications_wake_two_claimers() -> None:
+    offered: list[str] = []
+    first, second, third = (_Claimer("inbox:1", offered) for _ in range(3))
+    offered += ["m2", "m1"]
+
+    wakeups.wake_publish(["inbox:1"])
+    wakeups.wake_publish(["inbox:1"])
+
+    first.thread.join(5)
+    second.thread.join(5)
+    assert sorted(map(str, [*first.result, *second.result])) == ["m1", "m2"]
+    assert third.looks == 1
+    wakeups.wake_shutdown()
+    third.thread.join(5)
+
+
+def test_a_woken_claimer_whose_client_has_gone_hands_the_wake_on() -> None:
+    offered: list[str] = []
+    gone = threading.Event()
+    leaving = _Claimer("inbox:1", offered, gone)
+    staying = _Claimer("inbox:1", offered)
+    gone.set()
+    offered.append("message")
+
+    wakeups.wake_publish(["inbox:1"])
+
+    leaving.thread.join(5)
+    staying.thread.join(5)
+    assert leaving.result == [None]
+    assert leaving.looks == 1  # it never looked after the wake
+    assert staying.result == ["message"]
+
+
+def test_a_claimer_whose_look_found_nothing_wakes_no_one_else() -> None:
+    """Another pop took the message first: waking the next would only look again."""
+    first, second = _Claimer("inbox:1", []), _Claimer("inbox:1", [])
+
+    wakeups.wake_publish(["inbox:1"])
+
+    assert first.looked_again(5)
+    assert not second.looked_again(0.3)
+    wakeups.wake_shutdown()
+    first.thread.join(5)
+    second.thread.join(5)
+
+
+def test_a_wait_over_the_callers_cap_is_refused_before_it_looks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(wait_caps, "_counts", wait_caps.WaitCounts(10, 1))
+    parked = _Claimer("inbox:1", [])
+    looks: list[str] = []
+
+    with pytest.raises(TooManyWaits) as refused:
+        wakeups.wait_for(
+            lambda: looks.append("look"), topics=["inbox:1"], wait_seconds=5, caller="alice"
+        )
+
+    assert looks == []
+    assert refused.value.http_status == 429
+    assert refused.value.retry_after_s > 0
+    assert "wait_seconds" in refused.value.message
+    # Another caller still parks.
+    assert wakeups.wait_for(lambda: "bob's", topics=["t"], wait_seconds=5, caller="bob") == "bob's"
+    wakeups.wake_shutdown()
+    parked.thread.join(5)
+    assert wait_caps.counts().parked() == 0
+
+
+def test_a_newer_wait_of_a_place_takes_the_older_ones_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(wait_caps, "_counts", wait_caps.WaitCounts(1, 1))
+    older_parked = threading.Event()
+    older_result: list[object] = []
+
+    def older_look() -> None:
+        older_parked.set()
+
+    older = threading.Thread(
+        target=lambda: older_result.append(
+            wakeups.wait_for(
+                older_look, topics=["session:s"], wait_seconds=30, caller="alice", place="s"
+            )
+        )
+    )
+    older.start()
+    assert older_parked.wait(5)
+
+    newer = wakeups.wait_for(
+        lambda: "newer", topics=["session:s"], wait_seconds=5, caller="alice", place="s"
+    )
+
+    assert newer == "newer"
+    wakeups.wake_shutdown()
+    older.join(5)
+    assert wait_caps.counts().parked() == 0
+
+
+def test_a_recheck_that_refuses_ends_the_wait_with_its_error() -> None:
+    """A token revoked while the call was parked: the look after the wake never runs."""
+    revoked = threading.Event()
+    looked = threading.Event()
+    looks: list[str] = []
+    raised: list[Unauthorized] = []
+
+    def recheck() -> None:
+        if revoked.is_set():
+            raise Unauthorized("invalid or revoked token")
+
+    def look() -> None:
+        looks.append("look")
+        looked.set()
+
+    def wait() -> None:
+        try:
+            wakeups.wait_for(look, topics=["t"], wait_seconds=30, caller="alice", recheck=recheck)
+        except Unauthorized as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    assert looked.wait(5)
+    revoked.set()
+    wakeups.wake_publish(["t"])
+    thread.join(5)
+
+    assert looks == ["look"]
+    assert [exc.http_status for exc in raised] == [401]
+
+
+def test_a_recheck_that_refuses_at_the_timeout_answers_its_error() -> None:
+    def recheck() -> None:
+        raise Unauthorized("invalid or revoked token")
+
+    with pytest.raises(Unauthorized):
+        wakeups.wait_for(
+            lambda: None, topics=["t"], wait_seconds=0.05, caller="alice", recheck=recheck
+        )

@@ -94,7 +94,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
         return TimeoutTranslatingErrors(self, _is_timeout)
 
     def get_new_connection(self, conn_params: Any) -> Any:
-        spare = spare_take(self.alias, self.settings_dict["CONN_MAX_AGE"])
+        spare = spare_take(self.alias, self.settings_dict["CONN_MAX_AGE"], usable=connection_usable)
         if spare is not None:
             return spare[0]
         budget = current_budget()
@@ -129,17 +129,22 @@ class DatabaseWrapper(base.DatabaseWrapper):
         that hangs without closing goes unseen here, as it did until ``SELECT 1`` timed
         out: the request's budget ends that wait (``DeadlineConnection``).
         """
-        connection = self.connection
-        if connection is None or connection.broken or connection.closed:
-            return False
-        pgconn = connection.pgconn
-        if pgconn.status != ConnStatus.OK or pgconn.transaction_status in (
-            TransactionStatus.INERROR,
-            TransactionStatus.UNKNOWN,
-        ):
-            return False
-        try:
-            readable, _, _ = select.select([pgconn.socket], [], [], 0)
-        except (OSError, ValueError, psycopg.Error):
-            return False
-        return not readable
+        return self.connection is not None and connection_usable(self.connection)
+
+
+def connection_usable(connection: psycopg.Connection[Any]) -> bool:
+    """Whether ``connection`` can serve a request, told without asking the server
+    (``DatabaseWrapper.is_usable``); also asked of a spare as it is taken."""
+    if connection.broken or connection.closed:
+        return False
+    pgconn = connection.pgconn
+    if pgconn.status != ConnStatus.OK or pgconn.transaction_status in (
+        TransactionStatus.INERROR,
+        TransactionStatus.UNKNOWN,
+    ):
+        return False
+    try:
+        readable, _, _ = select.select([pgconn.socket], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return False
+    return not readable

@@ -1,28 +1,27 @@
-"""Django's SQLite backend, with writers that queue instead of polling, and waits that end
-with the request's budget.
+"""Django's SQLite backend, with writers that take turns on a lock file, and waits that
+end with the request's budget.
 
 SQLite admits one writer at a time. Every transaction here starts with ``BEGIN
 IMMEDIATE`` (settings), so a second writer waits in SQLite's busy handler, which sleeps
-and retries with growing pauses: under a few concurrent clients an unlucky writer keeps
-losing and waits for seconds. Here each transaction first takes an exclusive ``flock`` on
-a lock file beside the database, which the kernel hands to waiters without polling, so
-writers are served one after another and the busy timeout is only a last resort (for
-writes made outside a transaction, or by another program). ``flock`` covers every thread
-and every process on this host that opens the same database.
+and retries with growing pauses of up to 100 ms, inside SQLite, where the server's gevent
+worker cannot serve anything else meanwhile. Here each transaction first takes an
+exclusive ``flock`` on a lock file beside the database, so the busy timeout is only a
+last resort (for writes made outside a transaction, or by another program). ``flock``
+covers every thread and every process on this host that opens the same database.
 
-The threads of one process first wait in a line of their own (a ``threading.Lock`` per
-database file, held with the file lock), so at most one of them at a time waits on
-``flock``, behind the other processes.
+The callers of one process (threads, or the greenlets of a gevent worker) first wait in
+a line of their own (a ``threading.Lock`` per database file, held with the file lock),
+so at most one of them at a time tries for ``flock``, against the other processes: it
+tries without blocking, with pauses of at most a millisecond between tries (the usual
+holder is another worker's transaction of a fraction of one).
 
 In a request, every wait ends with the request's database budget
 (``aimemory_site.db_deadline``), so a writer that holds on (a stuck process, a long
 command in another terminal) gets the request a 503 ``database_unavailable`` in time
-rather than a hang: the line is waited in with a timeout; a lock file held by another
-process is polled for a few milliseconds (the usual holder is another worker's short
-transaction), then queued for in the kernel through a helper thread (``flock`` takes no
-timeout), for at most what is left; and the busy timeout follows what is left. A lock
-that is free, or freed while polled, costs no thread. Outside a request (migrations, management commands) a
-writer waits its turn however long it takes, and the busy timeout is the configured one.
+rather than a hang: the line is waited in with a timeout, the file lock is tried until
+the budget is spent, and the busy timeout follows what is left. Outside a request
+(migrations, management commands) a writer waits its turn however long it takes, and the
+busy timeout is the configured one.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ import fcntl
 import functools
 import logging
 import os
-import queue
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -52,99 +50,17 @@ logger = logging.getLogger(__name__)
 # budget by less than one step), so that a request sets it again only after it has
 # waited this long, not before every statement.
 _BUSY_TIMEOUT_STEP_MS = 250
-# Helper threads blocked in flock at once, per process: when a writer holds on for minutes,
-# each request abandons a waiter; past this many, requests give up without queueing.
-_MAX_LOCK_WAITERS = 64
-# A writer lock held by another process is first polled for this long, in pauses from the
-# first to the longest (see _flock_polled), before a helper thread queues for it.
-_FLOCK_POLL_SECONDS = 0.005
+# A writer lock held by another process is tried again after pauses growing from the
+# first to the longest (see _flock_polled).
 _FLOCK_POLL_FIRST_PAUSE = 0.0001
 _FLOCK_POLL_MAX_PAUSE = 0.001
 _HELD_TOO_LONG = "another writer held the database for longer than this request can wait"
 
 
-class _LockWait:
-    """One blocking ``flock`` on a descriptor of its own, taken by a helper thread and
-    awaited with a timeout. An abandoned wait passes the lock on as soon as it gets it."""
-
-    def __init__(self, path: str) -> None:
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        self._decided = threading.Lock()
-        self._done = threading.Event()
-        self._granted = False
-        self._abandoned = False
-
-    def block(self) -> None:
-        """In a helper thread: queue for the lock."""
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-            granted = True
-        except OSError:
-            granted = False
-        with self._decided:
-            self._granted = granted
-            if self._abandoned or not granted:
-                os.close(self.fd)  # releases the lock to the next writer in line
-            self._done.set()
-
-    def wait(self, seconds: float) -> bool:
-        """True once the lock is held on ``self.fd``; False after ``seconds`` (the
-        descriptor then belongs to the helper, which closes it)."""
-        self._done.wait(seconds)
-        with self._decided:
-            if self._done.is_set():
-                return self._granted
-            self._abandoned = True
-            return False
-
-
-class _LockWaiters:
-    """Daemon threads that run ``_LockWait.block``, reused from one wait to the next.
-
-    Daemon, so that a waiter stuck behind a writer that never lets go does not keep a
-    worker process from exiting.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self.reset()
-
-    def reset(self) -> None:
-        """Start empty; also in a forked child, where the parent's threads do not exist."""
-        self._counts = threading.Lock()
-        self._jobs: queue.SimpleQueue[_LockWait] = queue.SimpleQueue()
-        self._threads = 0
-        self._idle = 0
-
-    def start(self, job: _LockWait) -> bool:
-        with self._counts:
-            spawn = False
-            if self._idle:
-                self._idle -= 1
-            elif self._threads < self._limit:
-                self._threads += 1
-                spawn = True
-            else:
-                return False
-        self._jobs.put(job)
-        if spawn:
-            threading.Thread(target=self._serve, name="sqlite-writer-lock", daemon=True).start()
-        return True
-
-    def _serve(self) -> None:
-        while True:
-            self._jobs.get().block()
-            with self._counts:
-                self._idle += 1
-
-
-_lock_waiters = _LockWaiters(_MAX_LOCK_WAITERS)
-
-
 class _ProcessLines:
     """Per database file, the line the threads of this process wait in before the file
-    lock (a ``threading.Lock``, held with it): waiting in it takes a timeout and no
-    helper, so at most one thread per process at a time queues on ``flock``."""
+    lock (a ``threading.Lock``, held with it): waiting in it takes a timeout, and at most
+    one caller per process at a time tries for ``flock``."""
 
     def __init__(self) -> None:
         self.reset()
@@ -313,7 +229,6 @@ def _wal_restart(connection: sqlite3.Connection, path: str) -> tuple[tuple[Any, 
 
 
 def _after_fork_in_child() -> None:
-    _lock_waiters.reset()
     _process_lines.reset()
     checkpointer.reset()
 
@@ -332,55 +247,39 @@ def _take_within(line: threading.Lock, budget: Budget) -> None:
 
 
 def _flock_polled(fd: int, budget: Budget) -> bool:
-    """Try for the writer lock on ``fd`` a few times over ``_FLOCK_POLL_SECONDS`` (within
-    ``budget``); True once held.
+    """Try for the writer lock on ``fd`` until it is held (True) or ``budget`` is spent
+    (False), pausing between tries from ``_FLOCK_POLL_FIRST_PAUSE`` up to
+    ``_FLOCK_POLL_MAX_PAUSE``.
 
     The holder is nearly always another worker of this server inside a transaction of a
-    fraction of a millisecond. Handing the wait to a helper thread (a queue, two thread
-    wake-ups, each behind the GIL) cost a send and a pop about a tenth of their rate at
-    8 clients; a few short sleeps usually see the lock free. A writer that holds on
-    longer is then queued for in the kernel as before.
+    fraction of a millisecond, so the first few short pauses usually see the lock free.
+    A pause is a ``time.sleep``, which under the server's gevent worker lets the process
+    serve its other requests (a blocking ``flock`` would stop them all until the holder
+    lets go); at most one caller per process polls, the head of the process's line.
     """
     started = monotonic()
-    give_up = started + min(_FLOCK_POLL_SECONDS, budget.remaining)
+    give_up = started + budget.remaining
     pause = _FLOCK_POLL_FIRST_PAUSE
     try:
-        while monotonic() + pause < give_up:
-            sleep(pause)
-            pause = min(2 * pause, _FLOCK_POLL_MAX_PAUSE)
+        while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return True
             except BlockingIOError:
                 pass
-        return False
+            if monotonic() + pause >= give_up:
+                return False
+            sleep(pause)
+            pause = min(2 * pause, _FLOCK_POLL_MAX_PAUSE)
     finally:
         budget.remaining -= monotonic() - started
 
 
-def _flock_within(fd: int, path: str, budget: Budget) -> int:
-    """Take the writer lock on ``fd`` at once, or queue for it for what is left of
-    ``budget``; return the descriptor that holds it (``fd`` is closed if it is not that
-    one). Raise ``DatabaseTimeout`` when the wait runs out."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return fd
-    except BlockingIOError:
-        pass
-    if _flock_polled(fd, budget):
-        return fd
-    if budget.remaining > 0:
-        started = monotonic()
-        job = _LockWait(path)
-        try:
-            if not _lock_waiters.start(job):
-                os.close(job.fd)
-            elif job.wait(budget.remaining):
-                os.close(fd)
-                return job.fd
-        finally:
-            budget.remaining -= monotonic() - started
-    raise DatabaseTimeout(_HELD_TOO_LONG)
+def _flock_within(fd: int, budget: Budget) -> None:
+    """Take the writer lock on ``fd`` within what is left of ``budget``, or raise
+    ``DatabaseTimeout``."""
+    if not _flock_polled(fd, budget):
+        raise DatabaseTimeout(_HELD_TOO_LONG)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -515,7 +414,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
             if budget is None:
                 fcntl.flock(self._writer_lock_fd, fcntl.LOCK_EX)
             else:
-                self._writer_lock_fd = _flock_within(self._writer_lock_fd, path, budget)
+                _flock_within(self._writer_lock_fd, budget)
         except BaseException:
             line.release()
             raise

@@ -27,7 +27,7 @@ import httpx
 import psycopg
 import pytest
 
-from aimemory_site.gunicorn_worker import CONNECTION_KEEPERS_BEYOND_SLOTS
+from aimemory_site.lib.db_spares import SPARES_KEPT
 from tests.conftest import SEND
 from tests.servers import (
     RawConnection,
@@ -45,7 +45,7 @@ PARK_SECONDS = 0.5
 #: A wake reaches its call well within this here (the target is 100 ms at the p99,
 #: measured by bench/); a loaded test machine needs the slack.
 WAKE_SECONDS = 2.0
-TWO_WORKERS = ("--workers", "2", "--threads", "1")
+TWO_WORKERS = ("--workers", "2")
 
 
 @dataclass
@@ -295,13 +295,13 @@ def test_a_write_on_one_host_wakes_the_calls_parked_on_another(tmp_path: Path) -
 
 @pytest.mark.skipif(not POSTGRES, reason="counts PostgreSQL's connections")
 def test_a_worker_keeps_a_bounded_number_of_database_connections(tmp_path: Path) -> None:
-    """The pool has hundreds of threads for parked calls, and any idle one may run the
-    next request: only as many as run at once, and a few more, keep a connection, so
-    many clients never take a process past PostgreSQL's ``max_connections``."""
+    """Every request runs in a greenlet of its own, which may open a connection: once
+    they are answered, only ``SPARES_KEPT`` stay open for the next ones, so many
+    clients never leave a process holding a connection each."""
     with (
         fresh_postgres_database("aimemory_wait_conns") as database_url,
         serving(
-            tmp_path, "--workers", "1", "--threads", "1", database_prefix="",
+            tmp_path, "--workers", "1", database_prefix="",
             database_url=database_url,
         ) as (port, _),
         ThreadPoolExecutor(max_workers=40) as pool,
@@ -315,8 +315,7 @@ def test_a_worker_keeps_a_bounded_number_of_database_connections(tmp_path: Path)
                     client.get(f"{url}/api/v1/messages", params=scope).raise_for_status()
             return 0
 
-        # 40 clients at once: 40 threads of the pool run a request each, taking turns on
-        # the one slot.
+        # 40 clients at once, each request in a greenlet of the one process.
         list(pool.map(list_inbox, range(40)))
         with psycopg.connect(database_url) as conn:
             row = conn.execute(
@@ -325,5 +324,5 @@ def test_a_worker_keeps_a_bounded_number_of_database_connections(tmp_path: Path)
             ).fetchone()
     assert row is not None
     (open_connections,) = row
-    # One slot, CONNECTION_KEEPERS_BEYOND_SLOTS more, the wake transport's two.
-    assert open_connections <= 1 + CONNECTION_KEEPERS_BEYOND_SLOTS + 2
+    # The spares, and the wake transport's two.
+    assert open_connections <= SPARES_KEPT + 2
