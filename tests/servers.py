@@ -151,9 +151,13 @@ class Answer:
 class RawConnection:
     """One HTTP/1.1 connection driven by hand: bytes out, whole answers in."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, source: str = "127.0.0.1") -> None:
+        """Connect to ``port`` of 127.0.0.1 from ``source`` (another loopback address is
+        another caller of an anonymous server)."""
         self.port = port
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.sock = socket.create_connection(
+            ("127.0.0.1", port), timeout=30, source_address=(source, 0)
+        )
         self.reader = self.sock.makefile("rb")
 
     def close(self) -> None:

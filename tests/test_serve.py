@@ -195,15 +195,11 @@ def test_a_setting_the_server_refuses_is_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_threads_let_one_worker_answer_while_a_request_waits_for_its_body(
-    tmp_path: Path,
-) -> None:
-    """``--threads 2``: a request whose body is still on its way holds one thread of the
-    only worker, and ``/healthz`` gets the other (with one thread it would wait)."""
+def test_one_worker_answers_while_a_request_waits_for_its_body(tmp_path: Path) -> None:
+    """A request whose body is still on its way holds a greenlet of the only worker,
+    never the worker: ``/healthz`` is answered meanwhile."""
     port = free_port()
-    proc = _serve(
-        tmp_path / "data", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "2"
-    )
+    proc = _serve(tmp_path / "data", "--bind", f"127.0.0.1:{port}", "--workers", "1")
     try:
         assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
         with socket.create_connection(("127.0.0.1", port), timeout=30) as held:
@@ -211,8 +207,8 @@ def test_threads_let_one_worker_answer_while_a_request_waits_for_its_body(
                 b"POST /api/v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
             )
-            # The held request's thread reads the headers, then waits for the other 99
-            # bytes; whether it has got that far yet, the second thread answers this.
+            # The held request's greenlet reads the headers, then waits for the other 99
+            # bytes; whether it has got that far yet, another greenlet answers this.
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as ok:
                 assert ok.status == 200
     finally:
@@ -233,7 +229,7 @@ def test_serve_on_postgresql_runs_several_workers(tmp_path: Path) -> None:
             assert wait_healthy(f"http://127.0.0.1:{port}/healthz", proc) == 200
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz") as response:
                 assert json.load(response)["database"] == "postgresql"
-            workers = min(2 * (os.cpu_count() or 1) + 1, 8)
+            workers = min((os.cpu_count() or 1) + 1, 8)
             wait_for_workers(proc.pid, workers)
             assert len(children(proc.pid)) == workers
         finally:

@@ -1,10 +1,10 @@
 """Clients that stop halfway through a request, against a spawned ``ai-memory serve``.
 
-gunicorn's gthread worker reads requests on blocking sockets without a time limit; with
-the one thread per process that SQLite runs, a few stalled clients held every worker and
-the server answered nobody. Only a real gunicorn shows it, so these tests drive one over
-raw sockets, with ``AI_MEMORY_CLIENT_TIMEOUT=1`` and four threads in all (two processes
-of two), on the suite's database.
+A stalled client once held a worker thread for good, and a few of them stopped the
+server. Now each holds only a greenlet, and its body (or the reading of its answer) is
+given up on after ``AI_MEMORY_CLIENT_TIMEOUT``. Only a real gunicorn shows it, so these
+tests drive one over raw sockets, with ``AI_MEMORY_CLIENT_TIMEOUT=1`` and two worker
+processes, on the suite's database.
 """
 
 from __future__ import annotations
@@ -28,10 +28,8 @@ from tests.servers import Answer, RawConnection, serving
 pytestmark = pytest.mark.slow
 
 CLIENT_TIMEOUT = 1  # seconds; AI_MEMORY_CLIENT_TIMEOUT of the server below
-THREADS = 4  # --workers 2 --threads 2
-#: More stalled connections than the server has threads: without a time limit they would
-#: hold every thread for good.
-STALLED = THREADS + 2
+#: More stalled connections than the threaded server had threads (two processes of two).
+STALLED = 6
 
 
 @dataclass
@@ -45,7 +43,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     data_dir = tmp_path_factory.mktemp("data")
     with serving(
         data_dir,
-        *("--workers", "2", "--threads", "2"),
+        *("--workers", "2"),
         database_prefix="aimemory_slow_clients",
         AI_MEMORY_CLIENT_TIMEOUT=str(CLIENT_TIMEOUT),
     ) as (port, _proc):
@@ -131,15 +129,12 @@ def test_a_head_that_stops_arriving_is_closed_without_an_answer(served: Served) 
     connection = RawConnection(served.port)
     try:
         connection.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # no blank line
+        started = time.monotonic()
         assert connection.closed_by_server()
+        # Within the keep-alive time, which is AI_MEMORY_CLIENT_TIMEOUT.
+        assert time.monotonic() - started < CLIENT_TIMEOUT + 2
     finally:
         connection.close()
-    # The worker says so in one line, not as an error with a traceback.
-    line = f"[INFO] closed a connection that stalled for {CLIENT_TIMEOUT} s"
-    deadline = time.monotonic() + 10
-    while line not in served.log.read_text():
-        assert time.monotonic() < deadline, served.log.read_text()
-        time.sleep(0.05)  # another process's log file: there is nothing to wait on
     assert "Traceback" not in served.log.read_text()
 
 

@@ -53,6 +53,11 @@ ERROR_CODES: dict[str, tuple[str, str]] = {
     "server_error": ("500", "an error of the server's own; the log has the details"),
     "database_unavailable": ("503", "the database did not answer in time, or refused"),
     "rate_limited": ("429", "over `AI_MEMORY_RATE_LIMIT`; `Retry-After` says when to retry"),
+    "too_many_waits": (
+        "429",
+        "a call with `wait_seconds` past `AI_MEMORY_MAX_WAITS_PER_CALLER` or "
+        "`AI_MEMORY_MAX_WAITS`; nothing done; `Retry-After` says when to retry",
+    ),
     "bad_host": ("400", "the `Host` header is not in `ALLOWED_HOSTS`"),
     "origin_not_allowed": (
         "403",

@@ -115,9 +115,9 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"ai-memory: serving {bind_url(bind)}; "
         f"database {describe_database(settings.DATABASES['default'])}; "
-        f"data dir {settings.DATA_DIR}; auth: {_auth_mode()}; "
+        f"data dir {settings.DATA_DIR}; "
         f"waits: up to {min(max_waits, connections_per_worker)} parked calls "
-        f"(open files {open_files})",
+        f"(open files {open_files}); auth: {_auth_mode()}",
         flush=True,
     )
 
@@ -148,6 +148,10 @@ def run(args: argparse.Namespace) -> int:
         "-",
         # Several servers run by one user would share gunicorn's default control socket.
         "--no-control-socket",
+        # How long a connection may take to send a request's head, or stay idle between
+        # requests, before it is closed (gunicorn's keep-alive time bounds both).
+        "--keep-alive",
+        str(settings.AI_MEMORY_CLIENT_TIMEOUT),
         # SIGTERM answers every parked call at once (serving.gunicorn_config); what is
         # still running then has this long to finish.
         "--graceful-timeout",

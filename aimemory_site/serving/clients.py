@@ -14,9 +14,17 @@ _READ = 1  # libev's EV_READ
 def client_gone(sock: socket.socket) -> bool:
     """Whether the peer of ``sock`` has closed the connection (or it broke), without
     reading anything: a pending end of stream peeks as empty. A client that has sent
-    more (its next request) is still there."""
+    more (its next request) is still there.
+
+    Never waits: with a timeout, gevent's socket waits for data when there is none, so
+    the peek runs with none (nothing else reads the socket of a parked call)."""
     try:
-        return sock.recv(1, _PEEK) == b""
+        timeout = sock.gettimeout()
+        sock.settimeout(0.0)
+        try:
+            return sock.recv(1, _PEEK) == b""
+        finally:
+            sock.settimeout(timeout)
     except BlockingIOError:
         return False
     except (OSError, ValueError):

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+import socket
+from collections.abc import Callable, Iterable, Iterator
+from time import monotonic
 from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aimemory_site.settings")
@@ -41,20 +43,87 @@ def serving(application: WsgiApp) -> WsgiApp:
         if sock is not None:
             sock.settimeout(client_timeout)
             environ[CLIENT_GONE] = WatchedClient(sock)
-        force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)
-        if callable(force_close):
-            environ[CLOSE_CONNECTION] = force_close
+        closing = _Closing(sock, start_response)
+        if closing.offered:
+            environ[CLOSE_CONNECTION] = closing
         target = environ.get("RAW_URI") or environ.get("PATH_INFO", "")
         if len(environ.get("REQUEST_METHOD", "")) + len(target) + 10 > REQUEST_LINE_MAX_BYTES:
             return _request_line_too_long(environ, start_response)
         try:
-            return application(environ, start_response)
+            answer = application(environ, start_response)
         finally:
             # A Django response is whole when the application returns: its database
             # connections can serve the next request now.
             connections_let_go()
+        return closing.after(answer) if closing.asked else answer
 
     return wsgi
+
+
+class _Closing:
+    """``CLOSE_CONNECTION`` of one request: called before the answer starts, it makes
+    gunicorn say ``Connection: close`` (its response's ``force_close``) and, once the
+    answer is written, end the connection gracefully: FIN first, then a short linger
+    that reads and drops what the client still sends, so a client still writing a body
+    the server refused reads the answer rather than a reset."""
+
+    __slots__ = ("asked", "force_close", "sock")
+
+    def __init__(self, sock: Any, start_response: Callable[..., Any]) -> None:
+        self.sock = sock
+        self.force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)
+        self.asked = False
+
+    @property
+    def offered(self) -> bool:
+        return self.sock is not None and callable(self.force_close)
+
+    def __call__(self) -> None:
+        assert self.force_close is not None
+        self.force_close()
+        self.asked = True
+
+    def after(self, answer: Iterable[bytes]) -> Iterable[bytes]:
+        return _ThenClose(answer, self.sock)
+
+
+class _ThenClose:
+    """An answer whose ``close`` (called by the server once it is written) also ends the
+    connection gracefully."""
+
+    def __init__(self, answer: Iterable[bytes], sock: Any) -> None:
+        self.answer = answer
+        self.sock = sock
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.answer)
+
+    def close(self) -> None:
+        close = getattr(self.answer, "close", None)
+        if callable(close):
+            close()
+        _close_gracefully(self.sock)
+
+
+#: How long, and how much, a connection ended after its answer is read from before it
+#: closes (``_Closing``).
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 4 * 1024 * 1024
+
+
+def _close_gracefully(sock: Any) -> None:
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        deadline = monotonic() + LINGER_SECONDS
+        drained = 0
+        while drained < LINGER_BYTES and (left := deadline - monotonic()) > 0:
+            sock.settimeout(left)
+            piece = sock.recv(64 * 1024)
+            if not piece:
+                return
+            drained += len(piece)
+    except OSError:
+        return
 
 
 def _request_line_too_long(

@@ -86,8 +86,6 @@ def test_a_served_request_after_its_connection_was_terminated_succeeds(tmp_path:
             f"127.0.0.1:{port}",
             "--workers",
             "1",
-            "--threads",
-            "1",
             DATABASE_URL=url,
         )
         try:

@@ -12,7 +12,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from projects.models import Grant, Project
+from aimemory_site.lib.errors import Unauthorized
+from projects.auth import principal_from_authorization
+from projects.models import ApiToken, Grant, Project
 from tests.conftest import Persona, make_project
 
 pytestmark = pytest.mark.django_db
@@ -136,3 +138,55 @@ def test_a_token_when_users_already_hold_tokens_says_nothing_of_authentication(
     assert key.strip().startswith("aim_")
     assert "Authentication is now on" not in notice
     assert "AI_MEMORY_AUTH_TOKEN" not in notice
+
+
+def test_revoke_token_revokes_the_token_of_the_prefix_shown(alice: Persona) -> None:
+    token = ApiToken.objects.get(user=alice.user)
+    out = io.StringIO()
+
+    call_command("revoke_token", token.prefix, stdout=out)
+
+    token.refresh_from_db()
+    assert token.revoked_at is not None
+    assert f"Revoked token {token.prefix}" in out.getvalue()
+    with pytest.raises(Unauthorized):
+        principal_from_authorization(f"Bearer {alice.token}")
+
+
+def test_revoke_token_takes_the_prefix_with_its_ellipsis_or_the_whole_key(
+    alice: Persona, bob: Persona
+) -> None:
+    alice_token = ApiToken.objects.get(user=alice.user)
+    call_command("revoke_token", f"{alice_token.prefix}…", stdout=io.StringIO())
+    call_command("revoke_token", bob.token, stdout=io.StringIO())
+
+    assert not ApiToken.objects.filter(revoked_at__isnull=True).exists()
+
+
+def test_revoke_token_refuses_an_unknown_prefix(alice: Persona) -> None:
+    with pytest.raises(CommandError, match="no token with the prefix 'aim_nothere'"):
+        call_command("revoke_token", "aim_nothere")
+    assert not ApiToken.objects.filter(revoked_at__isnull=False).exists()
+
+
+def test_revoke_token_refuses_a_prefix_several_tokens_share(alice: Persona) -> None:
+    token = ApiToken.objects.get(user=alice.user)
+    ApiToken.objects.create(user=alice.user, key_hash="other", prefix=token.prefix)
+
+    with pytest.raises(CommandError, match="2 tokens have the prefix"):
+        call_command("revoke_token", token.prefix)
+    assert not ApiToken.objects.filter(revoked_at__isnull=False).exists()
+
+
+def test_ai_memory_manage_revoke_token_exits_1_when_none_matches(tmp_path: Path) -> None:
+    env = {**os.environ, "AI_MEMORY_DATA_DIR": str(tmp_path)}
+    subprocess.run(
+        [sys.executable, "-m", "aimemory_site.cli.main", "manage", "migrate"],
+        env=env, capture_output=True, check=True,
+    )  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "aimemory_site.cli.main", "manage", "revoke_token", "aim_nothere"],
+        env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "no token with the prefix" in done.stderr
