@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -287,6 +288,26 @@ def test_a_refused_database_is_503_everywhere_and_heals_without_a_restart(
 
     _wait_until_healthy(outage.base_url)
     _assert_every_surface_answers(outage.base_url)
+
+
+def test_after_the_database_returns_no_request_fails_once_one_has_succeeded(
+    outage: Outage,
+) -> None:
+    """The process keeps spare connections for its next requests; a restart of the
+    database closes them all. Each is checked as it is handed out, so once the server
+    answers again, no later request meets a dead one (no false 503)."""
+
+    def listed(_: int) -> int:
+        with httpx.Client(base_url=outage.base_url, timeout=ANSWER_BOUND_S * 3) as client:
+            return client.get("/api/v1/messages", params=B).status_code
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert set(pool.map(listed, range(32))) == {200}  # several connections, kept
+        outage.postgres.stop()
+        outage.postgres.start()
+        _wait_until_healthy(outage.base_url)
+
+        assert list(pool.map(listed, range(64))) == [200] * 64
 
 
 def test_a_stalled_database_is_503_everywhere_in_time_and_heals_without_a_restart(
