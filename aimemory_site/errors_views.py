@@ -49,7 +49,7 @@ def machine_error_body(path: str, status: int, error: AppError | None = None) ->
     """The JSON body of an error answer with ``status`` on the machine route ``path``:
     ``error``'s ``{"detail", "code"}``, or the usual one for ``status`` without it; on
     ``/mcp`` a JSON-RPC error carrying the same. Also the body of the answers gunicorn
-    gives before a request reaches Django (``aimemory_site.gunicorn_worker``)."""
+    gives before a request reaches Django (``aimemory_site.serving.worker``)."""
     if error is None:
         code, text = _TEXTS.get(status, (Code.BAD_REQUEST, "error"))
         error = AppError(text, code=code)

@@ -49,7 +49,7 @@ class RequestSizeLimitMiddleware:
     connection it has just announced as keep-alive. Drained, the connection really is
     reusable. When the body is larger, or does not arrive in time, the 413 says
     ``Connection: close`` and gunicorn closes after writing it
-    (``aimemory_site.gunicorn_worker``). Only the machine routes: the web's forms keep
+    (``aimemory_site.serving.wsgi``). Only the machine routes: the web's forms keep
     Django's own limit and reading.
     """
 
