@@ -369,9 +369,9 @@ def wait_for(
     while it lasts, or raises ``TooManyWaits`` before the first look when a cap is
     reached (``place``: see ``lib.wait_caps.WaitCounts.take``). ``recheck``, when given,
     runs before every look after a park and before the answer at the timeout, and raises
-    what a new call would get when the caller may no longer look (docs/serving.md#the-
-    loop). A ``claimer`` (a pop) is woken alone among the claimers of a topic, and hands
-    a wake it did not look for to the next.
+    what a new call would get when the caller may no longer look
+    (docs/serving.md#the-loop). A ``claimer`` (a pop) is woken alone among the claimers
+    of a topic, and hands a wake it did not look for to the next.
 
     ``look`` runs with a fresh database connection after each park and must commit what
     it writes before it returns (it is never inside the caller's transaction: this must
