@@ -38,12 +38,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from time import monotonic
 from types import TracebackType
 from typing import Any
 
 from django.db import OperationalError
 from django.db.utils import DatabaseErrorWrapper
 from django.http import HttpRequest, HttpResponse
+
+from aimemory_site.lib.db_spares import spare_take
 
 # Well under the 5 s of docs/reference.md#limits-and-faults: what is left covers the 503 itself.
 REQUEST_DATABASE_SECONDS = 3.0
@@ -99,6 +102,25 @@ class DatabaseDeadlineMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         with database_budget():
             return self.get_response(request)
+
+
+def spare_within_budget(
+    alias: str, max_age: float | None, usable: Callable[[Any], bool] | None = None
+) -> tuple[Any, dict[str, Any]] | None:
+    """``lib.db_spares.spare_take`` for a backend's ``get_new_connection``: a spare, or
+    None and a counted place to connect in, waiting for one at most what is left of the
+    request's budget (outside a request it does not wait); ``DatabaseTimeout`` when that
+    runs out."""
+    budget = current_budget()
+    if budget is None:
+        return spare_take(alias, max_age, usable)
+    started = monotonic()
+    try:
+        return spare_take(alias, max_age, usable, wait_seconds=max(0.0, budget.remaining))
+    except TimeoutError as exc:
+        raise DatabaseTimeout(str(exc)) from None
+    finally:
+        budget.remaining -= monotonic() - started
 
 
 class TimeoutTranslatingErrors(DatabaseErrorWrapper):

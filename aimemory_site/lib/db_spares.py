@@ -42,33 +42,93 @@ class _Spare(NamedTuple):
     since: float  # when it was let go of (``monotonic()``)
 
 
-_lock = threading.Lock()
-_spares: dict[str, list[_Spare]] = {}  # alias -> its spares, the one let go of last last
+class _Pool:
+    """The spares of each database, and how many connections of it are open."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition(threading.Lock())
+        self.spares: dict[str, list[_Spare]] = {}  # the one let go of last, last
+        self.open: dict[str, int] = {}
+
+
+_pool = _Pool()
+#: Connections of one database a process may hold open at once; None: no bound
+#: (``open_limit_set``).
+_open_limit: int | None = None
+
+
+def open_limit_set(limit: int | None) -> None:
+    """Bound the connections of each database this process holds open at once (in use
+    and spare): past it, a request waits for one within its database budget
+    (``db_deadline``), else answers 503. Set by the server, where every request gives
+    its connections back when it is answered; unbounded elsewhere (tests' threads keep
+    theirs)."""
+    global _open_limit
+    _open_limit = limit
 
 
 def spares_count() -> int:
     """How many connections wait here."""
-    with _lock:
-        return sum(map(len, _spares.values()))
+    with _pool.changed:
+        return sum(map(len, _pool.spares.values()))
+
+
+def open_count(alias: str) -> int:
+    """How many connections of ``alias`` this process holds open, in use or spare."""
+    with _pool.changed:
+        return _pool.open.get(alias, 0)
 
 
 def spare_take(
-    alias: str, max_age: float | None, usable: Callable[[Any], bool] | None = None
+    alias: str,
+    max_age: float | None,
+    usable: Callable[[Any], bool] | None = None,
+    wait_seconds: float | None = None,
 ) -> tuple[Any, dict[str, Any]] | None:
-    """A spare connection of ``alias`` and its state, the one let go of last; None if
-    there is none. Spares let go of more than ``max_age`` seconds ago (None: any age),
-    and those ``usable`` says are not, are closed."""
+    """A spare connection of ``alias`` and its state, the one let go of last; or None,
+    and then the caller connects, and must call ``connection_closed`` when that
+    connection is closed (or the connect fails). Spares let go of more than ``max_age``
+    seconds ago (None: any age), and those ``usable`` says are not, are closed.
+
+    With the process at its open limit and no spare, waits up to ``wait_seconds`` for a
+    connection to be let go of or closed (None: does not wait, and connects past the
+    limit), then raises ``TimeoutError``."""
+    deadline = None if wait_seconds is None else monotonic() + wait_seconds
     while True:
-        with _lock:
-            spares = _spares.get(alias)
-            if not spares:
-                return None
-            spare = spares.pop()
+        with _pool.changed:
+            spare = _spare_or_slot(alias, deadline)
+        if spare is None:
+            return None
         fresh = max_age is None or monotonic() - spare.since <= max_age
         if fresh and (usable is None or usable(spare.connection)):
             return spare.connection, spare.state
         with contextlib.suppress(Exception):  # already broken: it is dropped either way
             spare.connection.close()
+        connection_closed(alias)
+
+
+def _spare_or_slot(alias: str, deadline: float | None) -> _Spare | None:
+    """Under the pool's lock: a spare, or None once a new connection may open (counted)."""
+    while True:
+        spares = _pool.spares.get(alias)
+        if spares:
+            return spares.pop()
+        opened = _pool.open.get(alias, 0)
+        if _open_limit is None or opened < _open_limit or deadline is None:
+            _pool.open[alias] = opened + 1
+            return None
+        left = deadline - monotonic()
+        if left <= 0 or not _pool.changed.wait(left):
+            raise TimeoutError(
+                f"all {_open_limit} database connections of this process stayed in use"
+            )
+
+
+def connection_closed(alias: str) -> None:
+    """A connection of ``alias`` that ``spare_take`` counted was closed (or never opened)."""
+    with _pool.changed:
+        _pool.open[alias] = max(0, _pool.open.get(alias, 0) - 1)
+        _pool.changed.notify()
 
 
 def connections_let_go() -> None:
@@ -88,11 +148,12 @@ def connections_let_go() -> None:
         if detach is None or not _reusable(wrapper):
             wrapper.close()
             continue
-        with _lock:
-            spares = _spares.setdefault(wrapper.alias, [])
+        with _pool.changed:
+            spares = _pool.spares.setdefault(wrapper.alias, [])
             if len(spares) < SPARES_KEPT:
                 connection, state = detach()
                 spares.append(_Spare(connection, state, monotonic()))
+                _pool.changed.notify()
                 continue
         wrapper.close()
 
@@ -108,8 +169,8 @@ def _reusable(wrapper: Any) -> bool:
 
 def _forget_in_child() -> None:
     # A forked process must not share its parent's connections.
-    global _lock, _spares
-    _lock, _spares = threading.Lock(), {}
+    global _pool
+    _pool = _Pool()
 
 
 os.register_at_fork(after_in_child=_forget_in_child)

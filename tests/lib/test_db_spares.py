@@ -19,12 +19,17 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 
 @pytest.fixture(autouse=True)
 def no_spares() -> Iterator[None]:
-    db_spares._forget_in_child()
+    _spares_closed()
     yield
-    for spares in db_spares._spares.values():
-        for spare in spares:
-            spare.connection.close()
-    db_spares._forget_in_child()
+    _spares_closed()
+    db_spares.open_limit_set(None)
+
+
+def _spares_closed() -> None:
+    while (spare := db_spares.spare_take(connection.alias, None)) is not None:
+        spare[0].close()
+        db_spares.connection_closed(connection.alias)
+    db_spares.connection_closed(connection.alias)  # the count spare_take made for a connect
 
 
 def _in_thread(work: Callable[[], Any]) -> Any:
@@ -163,3 +168,58 @@ def test_a_spare_the_server_closed_is_not_handed_out() -> None:
     assert select.select([first.pgconn.socket], [], [], 5)[0]
 
     assert _in_thread(_connected) is not first
+
+
+def test_past_the_open_limit_a_request_waits_for_a_connection_let_go_of() -> None:
+    """Under the server every request may open a connection: the limit makes the one
+    past it wait for another's, within its budget, rather than open one more."""
+    from aimemory_site.db_deadline import database_budget
+
+    _in_thread(_connected)  # the test's own thread holds none; this counts one, closed
+    base = db_spares.open_count(connection.alias)
+    db_spares.open_limit_set(base + 1)
+    holding = threading.Event()
+    release = threading.Event()
+
+    def hold() -> Any:
+        raw = _connected()
+        holding.set()
+        release.wait(10)
+        db_spares.connections_let_go()
+        return raw
+
+    def waiting() -> Any:
+        with database_budget(10.0):
+            return _connected()
+
+    holder = threading.Thread(target=lambda: result.append(_in_thread(hold)))
+    result: list[Any] = []
+    holder.start()
+    assert holding.wait(10)
+    waiter_result: list[Any] = []
+    waiter = threading.Thread(target=lambda: waiter_result.append(_in_thread(waiting)))
+    waiter.start()
+    waiter.join(0.3)
+    assert waiter.is_alive()  # waiting for the held connection
+    release.set()
+    holder.join(10)
+    waiter.join(10)
+    assert waiter_result == result  # the very connection let go of
+
+
+def test_past_the_open_limit_a_request_whose_budget_runs_out_gets_a_timeout() -> None:
+    from aimemory_site.db_deadline import DatabaseTimeout, database_budget
+
+    raw = _connected()  # held by this thread throughout
+    db_spares.open_limit_set(db_spares.open_count(connection.alias))
+
+    def waiting() -> BaseException | None:
+        try:
+            with database_budget(0.2):
+                _connected()
+        except DatabaseTimeout as exc:
+            return exc
+        return None
+
+    assert isinstance(_in_thread(waiting), DatabaseTimeout)
+    assert connection.connection is raw

@@ -32,8 +32,9 @@ from aimemory_site.db_deadline import (
     DatabaseTimeout,
     TimeoutTranslatingErrors,
     current_budget,
+    spare_within_budget,
 )
-from aimemory_site.lib.db_spares import spare_take
+from aimemory_site.lib.db_spares import connection_closed
 
 RV = TypeVar("RV")
 
@@ -94,9 +95,17 @@ class DatabaseWrapper(base.DatabaseWrapper):
         return TimeoutTranslatingErrors(self, _is_timeout)
 
     def get_new_connection(self, conn_params: Any) -> Any:
-        spare = spare_take(self.alias, self.settings_dict["CONN_MAX_AGE"], usable=connection_usable)
+        max_age = self.settings_dict["CONN_MAX_AGE"]
+        spare = spare_within_budget(self.alias, max_age, usable=connection_usable)
         if spare is not None:
             return spare[0]
+        try:
+            return self._connect_within_budget(conn_params)
+        except BaseException:
+            connection_closed(self.alias)  # counted by spare_within_budget, never opened
+            raise
+
+    def _connect_within_budget(self, conn_params: Any) -> Any:
         budget = current_budget()
         if budget is None:
             return super().get_new_connection(conn_params)
@@ -111,10 +120,18 @@ class DatabaseWrapper(base.DatabaseWrapper):
             budget.remaining -= monotonic() - started
 
     def connection_detach(self) -> tuple[Any, dict[str, Any]]:
-        """The open connection, for another thread's wrapper (``lib.db_spares``); this
+        """The open connection, for another request's wrapper (``lib.db_spares``); this
         one is left as a closed one."""
         connection, self.connection = self.connection, None
         return connection, {}
+
+    def _close(self) -> None:
+        opened = self.connection is not None
+        try:
+            super()._close()  # type: ignore[misc]  # private in django-stubs
+        finally:
+            if opened:
+                connection_closed(self.alias)
 
     def is_usable(self) -> bool:
         """Whether the open connection can serve another request, told without asking

@@ -41,8 +41,8 @@ from typing import Any
 from django.conf import settings
 from django.db.backends.sqlite3 import base
 
-from aimemory_site.db_deadline import Budget, DatabaseTimeout, current_budget
-from aimemory_site.lib.db_spares import spare_take
+from aimemory_site.db_deadline import Budget, DatabaseTimeout, current_budget, spare_within_budget
+from aimemory_site.lib.db_spares import connection_closed
 
 logger = logging.getLogger(__name__)
 
@@ -342,11 +342,18 @@ class DatabaseWrapper(base.DatabaseWrapper):
         return min(self._configured_busy_timeout_ms, steps * _BUSY_TIMEOUT_STEP_MS)
 
     def get_new_connection(self, conn_params: Any) -> Any:
-        spare = spare_take(self.alias, self.settings_dict["CONN_MAX_AGE"])
+        spare = spare_within_budget(self.alias, self.settings_dict["CONN_MAX_AGE"])
         if spare is not None:
             connection, state = spare
             self._busy_timeout_ms = state["busy_timeout_ms"]
             return connection
+        try:
+            return self._connect(conn_params)
+        except BaseException:
+            connection_closed(self.alias)  # counted by spare_within_budget, never opened
+            raise
+
+    def _connect(self, conn_params: Any) -> Any:
         self._make_database_dir(conn_params)
         wanted = self._wanted_busy_timeout_ms()
         connection = super().get_new_connection({**conn_params, "timeout": wanted / 1000})
@@ -464,9 +471,12 @@ class DatabaseWrapper(base.DatabaseWrapper):
         return connection, {"busy_timeout_ms": self._busy_timeout_ms}
 
     def _close(self) -> None:
+        opened = self.connection is not None
         try:
             super()._close()  # type: ignore[misc]  # private in django-stubs
         finally:
+            if opened:
+                connection_closed(self.alias)
             self._writer_lock_release()
             if self._writer_lock_fd is not None:
                 os.close(self._writer_lock_fd)
