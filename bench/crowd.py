@@ -34,6 +34,9 @@ CONNECTING = 200
 WAIT_SECONDS_MAX = 60
 #: How often a trickling client sends its next byte.
 TRICKLE_SECONDS = 2.0
+#: The server's client timeout (``AI_MEMORY_CLIENT_TIMEOUT``'s default), within which
+#: it ends a head that has not arrived.
+HEAD_SECONDS = 10.0
 #: Extra seconds an answer may take past the wait it asked for.
 ANSWER_GRACE_SECONDS = 30.0
 
@@ -47,7 +50,7 @@ class Spec:
     parks again every 60 / ``parkers`` seconds, as waits that began at any time do (all
     at once, they end at once); without it, every wait is 60 s. With ``again``, a parker
     parks again as soon as it is answered; without it, it parks once. ``tricklers``
-    clients each send a request a byte every ``TRICKLE_SECONDS`` (``TRICKLES``)."""
+    clients each send a request a byte every ``TRICKLE_SECONDS`` (``_trickles``)."""
 
     parkers: int = 0
     inbox: str = "park-{n}"
@@ -91,7 +94,10 @@ class Counts:
 
     def as_json(self, **extra: Any) -> str:
         fields = {k: dict(v) if isinstance(v, Counter) else v for k, v in vars(self).items()}
-        return json.dumps({**extra, **fields})
+        # The crowd's own CPU, so that a figure can show it was not what slowed the server.
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = {"cpu_s": usage.ru_utime + usage.ru_stime, "at": time.monotonic()}
+        return json.dumps({**extra, **fields, **cpu})
 
 
 @dataclass
@@ -130,6 +136,14 @@ async def answer_read(reader: asyncio.StreamReader) -> Answer:
     return Answer(status, close, body, retry_after)
 
 
+def _claimed(body: bytes) -> bool:
+    """Whether a pop's answer holds a message."""
+    try:
+        return json.loads(body).get("message") is not None
+    except (ValueError, AttributeError):
+        return False
+
+
 def _trickles(host: str) -> list[tuple[bytes, bytes]]:
     """The slow clients' requests, as (sent at once, then trickled): one trickles its
     head, the others their body, one of them under a ``Content-Length`` spelt with
@@ -148,6 +162,9 @@ def _trickles(host: str) -> list[tuple[bytes, bytes]]:
 
 
 class Crowd:
+    """The clients of one ``Spec`` against the server at ``base``, all in this process's
+    event loop."""
+
     def __init__(self, base: str, spec: Spec) -> None:
         self.host, port = base.removeprefix("http://").rstrip("/").split(":")
         self.port = int(port)
@@ -197,7 +214,13 @@ class Crowd:
                         self.first_sent()
                     async with asyncio.timeout(wait + ANSWER_GRACE_SECONDS):
                         answer = await answer_read(reader)
-                except (OSError, EOFError, ValueError, TimeoutError, asyncio.LimitOverrunError) as exc:
+                except (
+                    OSError,
+                    EOFError,
+                    ValueError,
+                    TimeoutError,
+                    asyncio.LimitOverrunError,
+                ) as exc:
                     # EOFError: asyncio.IncompleteReadError, the connection closed early.
                     counts.error(exc)
                     if conn is not None:
@@ -214,7 +237,7 @@ class Crowd:
                 counts.statuses[str(answer.status)] += 1
                 counts.last_answer_at = time.monotonic()
                 counts.first_answer_at = counts.first_answer_at or counts.last_answer_at
-                if answer.status == 200 and json.loads(answer.body).get("message") is not None:
+                if answer.status == 200 and _claimed(answer.body):
                     counts.claimed += 1
                 if answer.close:
                     conn[1].close()
@@ -236,6 +259,13 @@ class Crowd:
         # A short body begins at a place of its own, so that such bodies end one after
         # another within a load (and are answered) rather than all after 100 s.
         start = (n // len(self.trickles)) % len(trickled) if at_once and len(trickled) < 100 else 0
+        # The server ends a head that has not arrived within its client timeout: the
+        # first connection of a head hangs up at a moment of its own within that time,
+        # so that the server's cuts (and the reconnects) come one after another rather
+        # than all together, as with clients that did not all connect at once.
+        hang_up: float | None = None
+        if not at_once:
+            hang_up = time.monotonic() + HEAD_SECONDS * (n + 1) / self.spec.tricklers
         first = True
         while True:
             try:
@@ -253,6 +283,8 @@ class Crowd:
                 writer.write(at_once + trickled[:start])
                 sent = start
                 while sent < len(trickled) and not answered.done():
+                    if hang_up is not None and time.monotonic() >= hang_up:
+                        break
                     writer.write(trickled[sent : sent + 1])
                     sent += 1
                     counts.trickle_bytes += 1
@@ -260,11 +292,14 @@ class Crowd:
                         first = False
                         self.first_sent()
                     await asyncio.wait([answered], timeout=TRICKLE_SECONDS)
-                await asyncio.wait([answered], timeout=ANSWER_GRACE_SECONDS)
+                else:
+                    await asyncio.wait([answered], timeout=ANSWER_GRACE_SECONDS)
             finally:
                 answered.cancel()
                 writer.close()
-            counts.trickle_closed += 1
+            hang_up = None
+            if answered.done() and not answered.cancelled():
+                counts.trickle_closed += 1
 
     async def trickle_answers(self, reader: asyncio.StreamReader) -> None:
         """Read what the server says to a trickling client until it closes."""

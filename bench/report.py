@@ -8,7 +8,6 @@ from importlib.metadata import version
 from typing import Any
 
 CONCURRENCIES = (1, 8, 32)
-SLOW_CLIENTS = 20  # bench.waiting's trickling clients
 
 
 def _load_row(label: str, load: dict[str, Any], floor: dict[str, Any] | None) -> str:
@@ -306,89 +305,261 @@ def _failure_cause(failure: str) -> str:
     return f"the database refused a connection: {' '.join(cause.split())}" if fatal else failure
 
 
+def _waiting_figures(r: dict[str, Any]) -> dict[str, Any]:
+    """One database's waiting figures; those of a run before the gevent worker, which
+    measured each of two worker designs, as those of its default design (``slots``)."""
+    if "designs" not in r:
+        return r
+    chosen = r["designs"].get("slots", {})
+    failed = {name: chosen["failed"] for name in ("parked", "slow") if "failed" in chosen}
+    return {**r, **{k: v for k, v in chosen.items() if k != "failed"}, "failed": failed}
+
+
+def _count(n: float) -> str:
+    return f"{n:,.0f}"
+
+
+def _statuses(statuses: dict[str, int]) -> str:
+    return ", ".join(f"{n:,} × {status}" for status, n in sorted(statuses.items())) or "none"
+
+
+def _parked_rows(p: dict[str, Any] | None, slow: dict[str, Any] | None) -> list[str]:
+    rows = []
+    if p is not None:
+        beside = f"{_count(p['parked'])} parked pops"
+        for load in ("send", "pop"):
+            idle, busy = p[f"{load}_idle"], p[f"{load}_parked"]
+            rows.append(
+                f"| {load} | {beside} | {idle['rps']:,.0f} | {busy['rps']:,.0f} | "
+                f"{p[f'{load}_ratio']:.2f} | {idle['p99_ms']:.1f} | {busy['p99_ms']:.1f} | "
+                f"{busy['p99_ms'] / idle['p99_ms'] if idle['p99_ms'] else 0:.2f} | "
+                f"{busy['errors']} |"
+            )
+    if slow is not None:
+        beside = f"{_count(slow.get('clients', 20))} slow clients"
+        for load, label in (("floor", "floor `GET /healthz`"), ("send", "send")):
+            idle, busy = slow[f"{load}_idle"], slow[f"{load}_slow"]
+            rows.append(
+                f"| {label} | {beside} | {idle['rps']:,.0f} | {busy['rps']:,.0f} | "
+                f"{busy['rps'] / idle['rps'] if idle['rps'] else 0:.2f} | "
+                f"{idle['p99_ms']:.1f} | {busy['p99_ms']:.1f} | "
+                f"{slow[f'{load}_p99_ratio']:.2f} | {busy['errors']} |"
+            )
+    return rows
+
+
+def _waiting_notes(r: dict[str, Any]) -> list[str]:
+    """What the tables do not show, a sentence or two per figure."""
+    notes = []
+    p = r.get("parked")
+    if p is not None:
+        peak = p.get("peak_process_kib")
+        notes.append(
+            f"Memory: the {p['processes']} server processes held "
+            f"{p['rss_before_kib'] / 1024:,.0f} MiB before the first park and "
+            f"{p['rss_parked_kib'] / 1024:,.0f} MiB with {_count(p['parked'])} parked: "
+            f"**{p['kib_per_parked']:,.1f} KiB per parked call**"
+            + (f"; the largest process peaked at {peak / 1024:,.0f} MiB." if peak else ".")
+        )
+        parkers = p.get("parkers")
+        if parkers is not None:
+            seconds = p.get("parking_seconds")
+            notes.append(
+                f"The parked pops: {_count(parkers['sent'])} requests"
+                + (f" (all parked within {seconds:.0f} s of the first)" if seconds else "")
+                + f", answered {_statuses(parkers['statuses'])}; "
+                f"{_count(parkers['refused'])} refused, {_count(parkers['errors'])} failed"
+                + (f" ({_statuses(parkers['error_kinds'])})" if parkers.get("error_kinds") else "")
+                + f"; their process used {p.get('crowd_cores', 0.0):.2f} cores during the loads."
+            )
+    slow = r.get("slow")
+    if slow is not None and "connects" in slow:
+        notes.append(
+            f"The slow clients connected {_count(slow['connects'])} times in all; the server "
+            f"ended {_count(slow['closed'])} of those connections (answers: "
+            f"{_statuses(slow['statuses'])}), and {_count(slow['errors'])} connects failed; "
+            f"their process used {slow.get('crowd_cores', 0.0):.2f} cores during the loads."
+        )
+    h = r.get("herd")
+    if h is not None:
+        notes.append(
+            f"The herd: **{h['parked_ms']:.2f} ms** of the server's CPU per send to an inbox "
+            f"with {_count(h['parked'])} pops parked on it, **{h['none_ms']:.2f} ms** to one "
+            f"with none ({h['ratio']:.2f}×) and **{h['one_ms']:.2f} ms** to one with a "
+            f"single pop parked, the same cycle without the herd ({h['ratio_to_one']:.2f}×); "
+            f"the pops claimed {_count(h['claimed'])} messages and were answered "
+            f"{_statuses(h['statuses'])}, {_count(h['errors'])} failed."
+        )
+    s = r.get("shutdown")
+    if s is not None:
+        last, exited = s.get("last_answer_s"), s.get("exited_s")
+        notes.append(
+            f"Shutdown: of {_count(s['parked'])} parked pops, {_count(s['answers'])} were "
+            f"answered ({_statuses(s['statuses'])}), the last "
+            + (f"{last:.2f} s" if last is not None else "never")
+            + f" after SIGTERM; {_count(s['errors'])} failed; the server exited after "
+            + (f"{exited:.1f} s." if exited is not None else "more than 60 s.")
+        )
+    for name, cause in r.get("failed", {}).items():
+        notes.append(f"Not measured, `{name}`: {_failure_cause(cause).rstrip('.')}.")
+    return notes
+
+
+def _waiting_targets(r: dict[str, Any]) -> list[str]:
+    def failed(figure: str) -> str:
+        return f"failed: {_failure_cause(r.get('failed', {}).get(figure, 'not measured'))}"
+
+    rows: list[tuple[str, str, bool]] = []
+    p = r.get("parked")
+    parked = _count(p["parked"]) if p else "the"
+    if p is not None:
+        rows.append(
+            (
+                f"{parked} parked: send and pop at 8 clients ≥ 0.9 of their rate",
+                f"{p['send_ratio']:.2f}, {p['pop_ratio']:.2f}",
+                min(p["send_ratio"], p["pop_ratio"]) >= 0.9,
+            )
+        )
+        parkers = p.get("parkers")
+        if parkers is not None:
+            rows.append(
+                (
+                    f"{parked} parked: none refused, none failed",
+                    f"{_count(parkers['refused'])} refused, {_count(parkers['errors'])} failed",
+                    parkers["refused"] == parkers["errors"] == 0,
+                )
+            )
+    else:
+        rows.append(
+            ("parked pops: send and pop at 8 clients ≥ 0.9 of their rate", failed("parked"), False)
+        )
+    for key, where in (
+        ("wake_one_server", "one server"),
+        ("wake_two_servers", "send through another server"),
+    ):
+        w = r.get(key)
+        rows.append(
+            (
+                f"wake p50 and p99 < 100 ms, {where}",
+                f"{w['p50_ms']:.1f}, {w['p99_ms']:.1f} ms ({w['missed']} missed)"
+                if w
+                else failed(key),
+                w is not None and w["p99_ms"] < 100 and not w["missed"],
+            )
+        )
+    slow = r.get("slow")
+    rows.append(
+        (
+            f"{_count(slow.get('clients', 20)) if slow else 'the'} slow clients: /healthz and "
+            "send p99 ≤ 2× without them",
+            f"{slow['floor_p99_ratio']:.2f}, {slow['send_p99_ratio']:.2f}"
+            if slow
+            else failed("slow"),
+            slow is not None and max(slow["floor_p99_ratio"], slow["send_p99_ratio"]) <= 2,
+        )
+    )
+    b = r.get("burst")
+    rows.append(
+        (
+            f"{b['messages'] if b else 1000:,} messages to 16 parked pops: each claimed "
+            "exactly once",
+            f"{b['claimed']} claimed, {b['distinct']} distinct, {b['pending_after']} left"
+            if b
+            else failed("burst"),
+            b is not None
+            and b["claimed"] == b["distinct"] == b["messages"]
+            and b["pending_after"] == 0,
+        )
+    )
+    if "designs" not in r:  # figures of the gevent worker's bench
+        h = r.get("herd")
+        rows.append(
+            (
+                f"the herd: CPU per send to an inbox with {_count(h['parked']) if h else '1,000'} "
+                "pops parked on it ≤ 1.5× with none",
+                f"{h['ratio']:.2f}× ({h['parked_ms']:.2f} / {h['none_ms']:.2f} ms)"
+                if h
+                else failed("herd"),
+                h is not None and 0 < h["ratio"] <= 1.5,
+            )
+        )
+        s = r.get("shutdown")
+        last = s.get("last_answer_s") if s else None
+        rows.append(
+            (
+                f"shutdown: {_count(s['parked']) if s else 'the'} parked pops all answered "
+                "≤ 2 s after SIGTERM",
+                (
+                    f"{last:.2f} s, {_count(s['unanswered'])} unanswered"
+                    if last is not None
+                    else f"none answered, {_count(s['errors'])} failed"
+                )
+                if s
+                else failed("shutdown"),
+                s is not None and last is not None and last <= 2 and s["unanswered"] == 0,
+            )
+        )
+    return [
+        f"| {label} | {value} | {'failed' if value.startswith('failed:') else _met(ok)} |"
+        for label, value, ok in rows
+    ]
+
+
 def _waiting_section(waiting: dict[str, Any]) -> str:
     """The waiting-and-waking part (``bench.waiting``), measured at its own time."""
     parts = [
         f"""## Waiting and waking
 
 Measured by `python -m bench.waiting` (also part of `make bench`) at {waiting["measured_at"]}
-UTC. Design `slots` is the default worker (`--threads` requests run at once; a parked call
-gives its turn back and waits in a thread of the pool with no database connection);
-`threads` is plain gthread with 320 threads, every call running at once. "Parked": two
-servers of one build, each on a database of its own, one with the pops parked throughout
-(their first waits end over the first minute, so that one parks again every 60 / their
-number seconds, as waits that began at any time do), the other with none; their loads
-take turns, in alternating order, and a ratio is the median of each round's own ratio,
-so the machine's drift falls on both alike. "Slow clients": one server, with and without
-them, in alternating rounds. Latencies are as sent. Each load with parked calls starts
-once they have all parked (the server's processes gone quiet), and each measured load
-follows one second of the same load not measured. Memory per parked call is the server's
-resident memory with them parked less that before the first park, divided by their
-number; the peak is the largest `VmHWM` of one process.
+UTC. The server is `ai-memory serve` as a user starts it: gunicorn's gevent worker, in
+which a parked call is a greenlet that holds its connection and no database connection.
+The parked pops and the slow clients come from a process of their own (`bench/crowd.py`:
+raw asyncio connections, its open-files limit raised), all from 127.0.0.1, which is one
+caller to an anonymous server: the server they park on runs with
+`AI_MEMORY_MAX_WAITS_PER_CALLER` raised to their number, the other keeps the default
+(200). The host's cap (`AI_MEMORY_MAX_WAITS`) is its default, 10,000, on both, unless
+more are parked.
+
+"Parked": two servers of one build, each on a database of its own, one with the pops
+parked throughout (their first waits end over the first minute, so that one parks again
+every 60 / their number seconds, as waits that began at any time do), the other with
+none; their loads take turns, in alternating order, and a rate's ratio is the median of
+each round's own ratio, so the machine's drift falls on both alike. Loads start once the
+pops have all parked, and each measured load follows one second of the same load not
+measured. "Slow clients": one server, with and without them, in alternating rounds; each
+sends a request one byte every 2 s (a third of them their head, the others their body,
+half of those under `Content-Length: 00000000050`) and connects again when the server
+closes it. Latencies are as sent. Memory per parked call is the server's resident memory
+with them parked less that before the first park, divided by their number. "The herd":
+the CPU of the server's processes per send to one inbox with pops parked on it (a send
+wakes one pop in each process; one claims the message, answers and is parked again by
+its client), against sends to an inbox with none and to one with a single pop parked
+(the same cycle without the herd), in rounds of sequential sends that take turns. "Shutdown": SIGTERM to the server (gunicorn's master) with pops parked; the time
+to their last answer.
 """
     ]
     for key in ("sqlite", "postgresql"):
         if key not in waiting:
             continue
-        r = waiting[key]
-        rows, targets = [], []
-        for design, figures in r["designs"].items():
-            if "failed" in figures:
-                rows.append(
-                    f"| {design} | failed: {_failure_cause(figures['failed'])} |" + " |" * 11
-                )
-                continue
-            p, slow = figures["parked"], figures["slow"]
-            rows.append(
-                f"| {design} | {p['send_idle']['rps']:,.0f} | {p['send_parked']['rps']:,.0f} | "
-                f"{p['send_ratio']:.2f} | {p['pop_idle']['rps']:,.0f} | "
-                f"{p['pop_parked']['rps']:,.0f} | {p['pop_ratio']:.2f} | "
-                f"{p['rss_parked_kib'] / 1024:,.0f} MiB / {p['processes']} | "
-                f"{_mib(p.get('peak_process_kib'))} | "
-                f"{p['kib_per_parked']:,.0f} | {slow['floor_p99_ratio']:.2f} | "
-                f"{slow['send_p99_ratio']:.2f} | {p['send_parked']['errors'] + p['pop_parked']['errors']} |"
+        r = _waiting_figures(waiting[key])
+        p, slow = r.get("parked"), r.get("slow")
+        table = ""
+        if rows := _parked_rows(p, slow):
+            table = (
+                "| load (8 clients) | beside it | req/s without | req/s with | ratio | "
+                "p99 ms without | p99 ms with | p99 × | errors with |\n"
+                "|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
             )
-        chosen = r["designs"]["slots"]
-        p, slow = chosen["parked"], chosen["slow"]
-        one, two, b = r["wake_one_server"], r["wake_two_servers"], r["burst"]
-        targets = [
-            (
-                f"{p['parked']} parked: send and pop at 8 clients ≥ 0.9 of their rate",
-                f"{p['send_ratio']:.2f}, {p['pop_ratio']:.2f}",
-                min(p["send_ratio"], p["pop_ratio"]) >= 0.9,
-            ),
-            (
-                "wake p50 and p99 < 100 ms, one server",
-                f"{one['p50_ms']:.1f}, {one['p99_ms']:.1f} ms ({one['missed']} missed)",
-                one["p99_ms"] < 100 and not one["missed"],
-            ),
-            (
-                "wake p50 and p99 < 100 ms, send through another server",
-                f"{two['p50_ms']:.1f}, {two['p99_ms']:.1f} ms ({two['missed']} missed)",
-                two["p99_ms"] < 100 and not two["missed"],
-            ),
-            (
-                f"{SLOW_CLIENTS} slow clients: /healthz and send p99 ≤ 2× without them",
-                f"{slow['floor_p99_ratio']:.2f}, {slow['send_p99_ratio']:.2f}",
-                max(slow["floor_p99_ratio"], slow["send_p99_ratio"]) <= 2,
-            ),
-            (
-                f"{b['messages']:,} messages to 16 parked pops: each claimed exactly once",
-                f"{b['claimed']} claimed, {b['distinct']} distinct, {b['pending_after']} left",
-                b["claimed"] == b["distinct"] == b["messages"] and b["pending_after"] == 0,
-            ),
-        ]
-        target_rows = [f"| {label} | {value} | {_met(ok)} |" for label, value, ok in targets]
+        notes = "\n\n".join(_waiting_notes(r))
         parts.append(
             f"""### {r["database"]} (measured {r.get("measured_at", waiting["measured_at"])} UTC)
 
-| design | send/s idle | send/s parked | ratio | pop/s idle | pop/s parked | ratio | RSS parked / processes | peak RSS of a process | KiB per parked call | slow: floor p99 × | slow: send p99 × | errors |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|
-{chr(10).join(rows)}
+{table}
+{notes}
 
 | target | measured | |
 |---|---|---|
-{chr(10).join(target_rows)}
+{chr(10).join(_waiting_targets(r))}
 """
         )
     return "\n".join(parts)

@@ -4,7 +4,7 @@ Run as ``python -m bench.seed COMMAND ...`` with the server's environment (data 
 ``DATABASE_URL``), beside the running server: rows are made in bulk SQL, since stocking
 inboxes through the API would take longer than the measurements.
 
-Commands: ``projects SINKS``, ``parking COUNT``, ``stock SINKS PER_INBOX``, ``refill TOTAL TARGET``,
+Commands: ``projects SINKS``, ``parking COUNT [HERDS]``, ``stock SINKS PER_INBOX``, ``refill TOTAL TARGET``,
 ``history ROWS PROJECTS``, ``purge DAYS``, ``web PROJECTS PENDING``, ``hot-claims``, ``web-queries``,
 ``size``, ``settle``.
 """
@@ -54,13 +54,16 @@ def projects(sinks: int) -> None:
     )
 
 
-def parking(count: int) -> None:
-    """bench/park-N (inboxes pops park on, never sent to), bench/wake and bench/burst."""
+def parking(count: int, herds: int = 24) -> None:
+    """bench/park-N (inboxes pops park on, never sent to), bench/herd-N (one inbox of
+    parked pops and sends each), bench/wake and bench/burst."""
     workspace = _bench()
     existing = set(Project.objects.filter(workspace=workspace).values_list("name", flat=True))
     names = ["wake", "burst"] + [f"park-{n}" for n in range(count)]
+    names += [f"herd-{n}" for n in range(herds)]
     Project.objects.bulk_create(
-        Project(workspace=workspace, name=name) for name in names if name not in existing
+        (Project(workspace=workspace, name=name) for name in names if name not in existing),
+        batch_size=1000,
     )
 
 

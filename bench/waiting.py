@@ -3,47 +3,59 @@
 Run alone as ``python -m bench.waiting`` (it merges its figures into
 ``docs/benchmarks.json`` and writes ``docs/benchmarks.md`` again) or as part of
 ``python -m bench.run``. For each database it starts ``ai-memory serve`` as a user would
-and measures, in one run against one server:
+(gunicorn's gevent worker: a parked call is a greenlet) and measures, in one run:
 
 - **parked**: send and pop at 8 clients (wrk) on two servers of one build, each on a
-  database of its own: one with 500 pops parked on 500 empty inboxes throughout (each
-  parking again when its 60 s are up, their ends spread over the minute), the other with
-  none; their loads take turns, round by round. The resident memory of every server
-  process before and with the parked calls.
+  database of its own: one with ``PARKED`` pops parked on as many empty inboxes
+  throughout (each parking again when its 60 s are up, their ends spread over the
+  minute), the other with none; their loads take turns, round by round. The resident
+  memory of every server process before and with the parked calls, and what the parked
+  calls were answered (a refusal, 429 ``too_many_waits``, is counted).
+- **herd**: the server's CPU per send to one inbox with ``HERD_PARKED`` pops parked on
+  it (each send wakes one, which claims the message, answers and parks again), against
+  sends to an inbox with none, and with one, in rounds that take turns.
+- **shutdown**: the time from SIGTERM to the server to the answers of
+  ``SHUTDOWN_PARKED`` parked pops.
 - **wake**: the latency from a send's answer to the answer of the pop it released, for a pop
   parked in one server and a send through another on the same database (two ``ai-memory
   serve`` processes: on SQLite two process trees on one host, on PostgreSQL what two hosts
   are), and for both through one server.
-- **slow clients**: ``/healthz`` and send at 8 clients with and without 20 clients that
-  trickle a request one byte every 2 s, in alternating rounds.
+- **slow clients**: ``/healthz`` and send at 8 clients with and without ``SLOW_CLIENTS``
+  clients that trickle a request one byte every 2 s, in alternating rounds.
 - **burst**: 16 pops parked on one inbox while 1,000 messages are sent to it; every
   message must be claimed exactly once.
 
-Under each worker design (``DESIGNS``): the default (``--threads`` requests run at once,
-parked calls give their turn back), and plain gthread with a thread per call.
+The parked pops and the slow clients come from ``bench.crowd``, a process of their own.
+They all come from 127.0.0.1, one caller to an anonymous server, so the server they
+park on runs with ``AI_MEMORY_MAX_WAITS_PER_CALLER`` raised to their number; the other
+keeps the default.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
-import socket
+import select
+import signal
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 
+from aimemory_site.lib.wait_caps import MAX_WAITS_DEFAULT
 from bench.run import (
     OUTPUT,
     OUTPUT_JSON,
+    ROOT,
     STOCKED,
     Load,
     Server,
@@ -52,7 +64,7 @@ from bench.run import (
     wrk,
 )
 
-PARKED = int(os.environ.get("BENCH_PARKED", "500"))
+PARKED = int(os.environ.get("BENCH_PARKED", "10000"))
 # Pairs of rounds within one run ranged over a fifth of the rate on PostgreSQL: three
 # rounds left a ratio known to a tenth at best.
 ROUNDS = int(os.environ.get("BENCH_WAIT_ROUNDS", "5"))
@@ -60,22 +72,35 @@ SECONDS = float(os.environ.get("BENCH_WAIT_SECONDS", "5"))
 WAKES = int(os.environ.get("BENCH_WAKES", "200"))
 #: A load run before each measured one, in both modes alike, and not measured.
 WARM_SECONDS = 1.0
-SLOW_CLIENTS = 20
+SLOW_CLIENTS = int(os.environ.get("BENCH_SLOW_CLIENTS", "2000"))
 # Recipient projects for sends: one server takes the sends of the parked rounds (a
 # warm-up and a load each) and of the slow-client rounds (a load idle and one slow).
 SEND_SINKS = sinks_for(ROUNDS * (WARM_SECONDS + 3 * SECONDS))
 BURST_POPPERS, BURST_MESSAGES = 16, 1000
-# The worker designs measured: extra ``ai-memory serve`` arguments of each.
-DESIGNS = {
-    "slots": [],  # the default: --threads at once, parked calls give their turn back
-    "threads": ["--threads", "320"],  # plain gthread: every call its own running thread
-}
+#: Pops parked on the one inbox of the herd's sends; sends a round, each round to an
+#: inbox of its own (``bench/herd-N``): with none parked they stay pending, under the
+#: inbox's bound of 256.
+HERD_PARKED, HERD_SENDS = 1000, 250
+HERD_ROUNDS = min(int(os.environ.get("BENCH_HERD_ROUNDS", "5")), 8)
+#: After the herd's last send, the time its pop takes to answer and park again.
+HERD_SETTLE_SECONDS = 0.5
+SHUTDOWN_PARKED = 1000
+#: Every wait of the server with the parked calls comes from one caller (127.0.0.1).
+PER_CALLER_PARKED = max(PARKED, HERD_PARKED, SHUTDOWN_PARKED)
 
 
-def _environment(workdir: Path, database_url: str | None) -> dict[str, str]:
+def _environment(
+    workdir: Path, database_url: str | None, *, parked: bool = False
+) -> dict[str, str]:
+    """The environment of a server on ``database_url`` (None: SQLite in ``workdir``);
+    ``parked``: the server the crowds park on, whose caps take them all."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AI_MEMORY_")}
     env.pop("DATABASE_URL", None)
     env["AI_MEMORY_DATA_DIR"] = str(workdir / "data")
+    if parked:
+        env["AI_MEMORY_MAX_WAITS_PER_CALLER"] = str(PER_CALLER_PARKED)
+        if PARKED > MAX_WAITS_DEFAULT:
+            env["AI_MEMORY_MAX_WAITS"] = str(PARKED)
     if database_url:
         env["DATABASE_URL"] = database_url
     workdir.mkdir(parents=True, exist_ok=True)
@@ -96,69 +121,91 @@ def _send_body(project: str, body: str = "wake up") -> dict[str, Any]:
     }
 
 
-class Parkers:
-    """``count`` pops parked on ``bench/park-N`` from one asyncio loop in a thread of its
-    own; each parks again when its wait is up, until ``stop``. The first waits run from
-    1 to 60 s, so that afterwards one of the ``count`` parks again every 60 / ``count``
-    seconds, as waits that began at any time do: all at once, 500 of them took seconds to
-    park again, in the middle of a measured load. With ``server``, the constructor
-    returns once the server's processes have gone quiet: every pop parked."""
+class Crowd:
+    """``bench.crowd`` against ``base`` in a process of its own, started and ready: every
+    client has sent its first request (or byte). ``spec``: the fields of
+    ``bench.crowd.Spec``. ``stats()`` are its counts so far, ``stop()`` its last."""
 
-    def __init__(
-        self, base: str, count: int, prefix: str = "park", server: Server | None = None
-    ) -> None:
-        self.base, self.count, self.prefix = base, count, prefix
-        self.answers = 0
-        self.errors = 0
-        self.sent = 0
-        self._loop = asyncio.new_event_loop()
-        self._stopping: asyncio.Event | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 60
-        while self.sent < count and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(1.0)  # the last requests' bytes reach the server and park
-        if server is not None:
-            # 500 pops take seconds to park (each connects to the database, looks, and
-            # lets its connection go): a load started meanwhile measured the storm, with
-            # sends' p99 at 3 s on PostgreSQL.
-            _quiet(server)
+    def __init__(self, base: str, ready_seconds: float = 180.0, **spec: Any) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.crowd", base, json.dumps(spec)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=ROOT,
+            bufsize=0,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._stdin: IO[bytes] = self.proc.stdin
+        self._stdout: IO[bytes] = self.proc.stdout
+        self.last: dict[str, Any] = {}
+        ready = self._line(ready_seconds)
+        if not ready.get("ready"):
+            self._end()
+            why = ready.get("error", f"not every client had sent within {ready_seconds:.0f} s")
+            raise SystemExit(f"the crowd did not start: {why}")
 
-    def _run(self) -> None:
-        self._loop.run_until_complete(self._main())
+    def _line(self, timeout: float) -> dict[str, Any]:
+        """Its next line, or {} when none came within ``timeout`` seconds."""
+        readable, _, _ = select.select([self._stdout], [], [], timeout)
+        line = self._stdout.readline() if readable else b""
+        if line:
+            self.last = json.loads(line)
+            return self.last
+        return {}
 
-    async def _main(self) -> None:
-        self._stopping = asyncio.Event()
-        limits = httpx.Limits(max_connections=self.count + 10, max_keepalive_connections=0)
-        async with httpx.AsyncClient(base_url=self.base, limits=limits, timeout=90) as client:
-            tasks = [asyncio.create_task(self._park(client, n)) for n in range(self.count)]
-            await self._stopping.wait()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+    def stats(self) -> dict[str, Any]:
+        try:
+            self._stdin.write(b"stats\n")
+        except OSError:
+            raise SystemExit("the crowd has died") from None
+        counts = self._line(30)
+        if not counts:
+            raise SystemExit("the crowd did not answer within 30 s")
+        return counts
 
-    async def _park(self, client: httpx.AsyncClient, n: int) -> None:
-        assert self._stopping is not None
-        wait = max(1, round(60 * (n + 1) / self.count))
-        while not self._stopping.is_set():
-            body = _pop_body(f"{self.prefix}-{n}", wait)
-            wait = 60
-            request = client.post("/api/v1/messages/pop", json=body)
-            self.sent += 1
-            try:
-                answer = await request
-                self.answers += 1
-                if answer.status_code != 200:
-                    self.errors += 1
-            except httpx.HTTPError:
-                self.errors += 1
-                await asyncio.sleep(0.5)
+    def stop(self) -> dict[str, Any]:
+        """Close every client; the counts at the end (the last ones it gave, if it gave
+        none then)."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self._stdin.write(b"stop\n")
+                self._stdin.close()
+            self._line(60)
+        self._end()
+        return self.last
 
-    def stop(self) -> None:
-        if self._stopping is not None:
-            self._loop.call_soon_threadsafe(self._stopping.set)
-        self._thread.join(timeout=30)
+    def _end(self) -> None:
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> Crowd:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _crowd_cores(first: dict[str, Any], last: dict[str, Any]) -> float:
+    """The crowd's own CPU between two of its counts, in cores (1.0 = one core)."""
+    wall = last.get("at", 0.0) - first.get("at", 0.0)
+    return (last.get("cpu_s", 0.0) - first.get("cpu_s", 0.0)) / wall if wall > 0 else 0.0
+
+
+def _park_counts(counts: dict[str, Any]) -> dict[str, Any]:
+    """What the parked calls were answered: their statuses, and the calls refused (any
+    answer but 200) or failed (no answer: a broken or closed connection, a timeout)."""
+    statuses: dict[str, int] = counts.get("statuses", {})
+    return {
+        "sent": counts.get("sent", 0),
+        "answers": counts.get("answers", 0),
+        "statuses": statuses,
+        "refused": sum(n for status, n in statuses.items() if status != "200"),
+        "errors": counts.get("errors", 0),
+        "error_kinds": counts.get("error_kinds", {}),
+    }
 
 
 #: The share of one core below which a server's processes count as quiet, and how long.
@@ -177,6 +224,29 @@ def _quiet(server: Server) -> None:
         if now - before < QUIET_SHARE * QUIET_SECONDS * ticks_per_second:
             return
         before = now
+
+
+def _settled(server: Server, crowd: Crowd, ticks_before: int, parkers: int) -> float:
+    """Wait until ``server`` has parked the ``parkers`` pops of ``crowd`` (which started
+    when the server had used ``ticks_before``); the seconds waited.
+
+    It is never quiet with them: one parks again every 60 / ``parkers`` seconds (167 a
+    second for 10,000). So it is settled once its processes use, over ``QUIET_SECONDS``,
+    less than ``QUIET_SHARE`` of a core plus twice what those parks cost, each costing
+    what a park has cost so far (the crowd's requests over the server's CPU since it
+    started: while they pile up unserved, an underestimate, which only waits longer)."""
+    ticks_per_second = os.sysconf("SC_CLK_TCK")
+    started = time.monotonic()
+    before = server.cpu_ticks()
+    while time.monotonic() - started < QUIET_WAIT_SECONDS:
+        time.sleep(QUIET_SECONDS)
+        now = server.cpu_ticks()
+        per_park = (now - ticks_before) / max(1, crowd.stats()["sent"])
+        parks = parkers / 60 * QUIET_SECONDS
+        if now - before < QUIET_SHARE * QUIET_SECONDS * ticks_per_second + 2 * parks * per_park:
+            break
+        before = now
+    return time.monotonic() - started
 
 
 def _rss_total(server: Server, key: str = "VmRSS") -> int:
@@ -209,42 +279,44 @@ def parked(idle: Server, busy: Server) -> dict[str, Any]:
     ``PARKED`` parked throughout; the two take turns load by load, in alternating order.
 
     Two servers of one build, each on a database of its own, rather than one server with
-    the calls parked and unparked round by round: each round's 500 parks and their ends
-    left the next load a second of reconnects (the parks close the connections of the
-    threads that keep one; docs/hot-path.md#serving-parked-calls) and a server that had
-    just been busy, and the ratio swung by a tenth and more between runs. Here the
-    parked calls are as a server that has them sees them: there all along, one of them
-    parking again every 60 / ``PARKED`` seconds."""
+    the calls parked and unparked round by round: each round's parks and their ends
+    left the next load a server that had just been busy, and the ratio swung by a tenth
+    and more between runs. Here the parked calls are as a server that has them sees
+    them: there all along, one of them parking again every 60 / ``PARKED`` seconds."""
     runs: dict[str, list[Load]] = {
         f"{load}_{mode}": [] for load in ("send", "pop") for mode in ("idle", "parked")
     }
-    # Before any call parked: the threads a park starts keep their stacks afterwards.
     rss_before = _rss_total(busy)
     rss_idle: list[int] = []
     rss_parked: list[int] = []
-    parkers = Parkers(busy.base, PARKED, server=busy)
-    try:
+    ticks_before = busy.cpu_ticks()
+    started = time.monotonic()
+    with Crowd(busy.base, parkers=PARKED, inbox="park-{n}") as crowd:
+        # 10,000 pops take seconds to park (each looks at its inbox first): a load
+        # started meanwhile measured the storm, with sends' p99 at 3 s on PostgreSQL
+        # at 500 of them.
+        _settled(busy, crowd, ticks_before, PARKED)
+        parking_seconds = time.monotonic() - started
+        settled = crowd.stats()
         for n in range(ROUNDS):
             turns = [(idle, "idle"), (busy, "parked")]
             for load in ("send", "pop"):
                 for server, mode in turns if n % 2 == 0 else turns[::-1]:
                     if load == "pop":
                         server.seed("stock", STOCKED, 100)
-                    # Not measured: the first second of a load after a pause reconnects
-                    # the threads whose connections a park closed meanwhile, in both.
+                    # Not measured: the first second of a load after a pause, in both.
                     _load(server.base, load, 8, WARM_SECONDS)
                     runs[f"{load}_{mode}"].append(_load(server.base, load, 8, SECONDS))
             rss_idle.append(_rss_total(idle))
             rss_parked.append(_rss_total(busy))
         peak = _rss_total(busy, "VmHWM")
         peak_process = _rss_largest(busy, "VmHWM")
-        parked_errors = parkers.errors
-    finally:
-        parkers.stop()
+        crowd_cores = _crowd_cores(settled, crowd.stats())
     figures: dict[str, Any] = {name: _summary(loads) for name, loads in runs.items()}
     parked_kib = statistics.median(rss_parked)
     figures |= {
         "parked": PARKED,
+        "parking_seconds": parking_seconds,
         "rss_before_kib": rss_before,
         "rss_idle_kib": statistics.median(rss_idle),
         "rss_parked_kib": parked_kib,
@@ -252,7 +324,8 @@ def parked(idle: Server, busy: Server) -> dict[str, Any]:
         "peak_process_kib": peak_process,
         "processes": len([k for k in busy.rss_kib() if k.endswith("VmRSS")]),
         "kib_per_parked": (parked_kib - rss_before) / PARKED,
-        "parker_errors": parked_errors,
+        "parkers": _park_counts(crowd.last),
+        "crowd_cores": crowd_cores,
         "send_ratio": _paired_ratio(runs["send_idle"], runs["send_parked"]),
         "pop_ratio": _paired_ratio(runs["pop_idle"], runs["pop_parked"]),
         "send_round_ratios": _round_ratios(runs["send_idle"], runs["send_parked"]),
@@ -311,62 +384,36 @@ def wake_latency(pop_base: str, send_base: str, rounds: int = WAKES) -> dict[str
     }
 
 
-@contextmanager
-def trickling(base: str, clients: int = SLOW_CLIENTS) -> Iterator[dict[str, int]]:
-    """``clients`` connections that each send a request one byte every 2 s, never
-    finishing it (reconnecting when the server closes them)."""
-    host, port = base.removeprefix("http://").split(":")
-    request = (
-        b"POST /api/v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n" + b"x" * 100000
-    )
-    stats = {"reconnects": 0}
-    stop = threading.Event()
-
-    def connect() -> tuple[socket.socket, int]:
-        return socket.create_connection((host, int(port)), timeout=5), 0
-
-    def run() -> None:
-        conns = [connect() for _ in range(clients)]
-        while not stop.wait(2.0):
-            for i, (sock, sent) in enumerate(conns):
-                try:
-                    sock.send(request[sent : sent + 1])
-                    conns[i] = (sock, sent + 1)
-                except OSError:
-                    sock.close()
-                    stats["reconnects"] += 1
-                    conns[i] = connect()
-        for sock, _ in conns:
-            sock.close()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    time.sleep(2.5)  # every slow client has connected and sent its first byte
-    try:
-        yield stats
-    finally:
-        stop.set()
-        thread.join(timeout=10)
-
-
 def slow_clients(server: Server) -> dict[str, Any]:
+    """``/healthz`` and send at 8 clients with and without ``SLOW_CLIENTS`` clients that
+    each send a request one byte every 2 s (``bench.crowd._trickles``: a third their
+    head, the rest their body), connecting again whenever the server closes them."""
     runs: dict[str, list[Load]] = {
         f"{load}_{mode}": [] for load in ("floor", "send") for mode in ("idle", "slow")
     }
-    reconnects = 0
+    seen: dict[str, Any] = {"connects": 0, "closed": 0, "errors": 0, "statuses": {}}
+    crowd_cores: list[float] = []
     for n in range(ROUNDS):
         for mode in ("idle", "slow") if n % 2 == 0 else ("slow", "idle"):
             if mode == "slow":
-                with trickling(server.base) as stats:
+                with Crowd(server.base, tricklers=SLOW_CLIENTS) as crowd:
+                    time.sleep(2.5)  # every slow client is trickling, past its first byte
+                    first = crowd.stats()
                     for load in ("floor", "send"):
                         runs[f"{load}_slow"].append(_load(server.base, load, 8, SECONDS))
-                reconnects += stats["reconnects"]
+                    crowd_cores.append(_crowd_cores(first, crowd.stats()))
+                counts = crowd.last
+                seen["connects"] += counts.get("trickle_connects", 0)
+                seen["closed"] += counts.get("trickle_closed", 0)
+                seen["errors"] += counts.get("trickle_errors", 0)
+                for status, count in counts.get("trickle_statuses", {}).items():
+                    seen["statuses"][status] = seen["statuses"].get(status, 0) + count
+                _quiet(server)  # their connections closed, and the server done with them
             else:
                 for load in ("floor", "send"):
                     runs[f"{load}_idle"].append(_load(server.base, load, 8, SECONDS))
     figures: dict[str, Any] = {name: _summary(loads) for name, loads in runs.items()}
-    figures["reconnects"] = reconnects
+    figures |= {"clients": SLOW_CLIENTS, **seen, "crowd_cores": statistics.median(crowd_cores)}
     for load in ("floor", "send"):
         idle, slow = figures[f"{load}_idle"], figures[f"{load}_slow"]
         figures[f"{load}_p99_ratio"] = slow["p99_ms"] / idle["p99_ms"] if idle["p99_ms"] else 0
@@ -424,54 +471,165 @@ def burst(server: Server) -> dict[str, Any]:
     }
 
 
-def _served(env: dict[str, str], workdir: Path, design: list[str], name: str) -> Server:
-    server = Server(env, workdir / f"{name}.log", extra_args=design)
-    server.seed("projects", SEND_SINKS)
-    server.seed("parking", PARKED)
+def herd(server: Server) -> dict[str, Any]:
+    """The server's CPU per send to one inbox with ``HERD_PARKED`` pops parked on it,
+    against sends to an inbox with none, and to one with a single pop parked (the same
+    cycle without the herd), in rounds of ``HERD_SENDS`` sequential sends that take
+    turns, each round to an inbox of its own.
+
+    Counted over the whole cycle: a send wakes one pop in each process (the one parked
+    longest), the one that claims answers and its client parks it again, and the others
+    look, find nothing and park on. Only the server's processes: PostgreSQL's own work
+    for the looks is not counted."""
+    modes = ("none", "one", "parked")
+    per_send: dict[str, list[float]] = {mode: [] for mode in modes}
+    seen: dict[str, Any] = {"claimed": 0, "statuses": {}, "errors": 0}
+    with httpx.Client(base_url=server.base, timeout=30) as client:
+        for n in range(HERD_ROUNDS):
+            for k, mode in enumerate(modes if n % 2 == 0 else modes[::-1]):
+                inbox = f"herd-{len(modes) * n + k}"
+                if mode == "none":
+                    _quiet(server)
+                    per_send[mode].append(_herd_sends(server, client, inbox, None))
+                    continue
+                parkers = HERD_PARKED if mode == "parked" else 1
+                with Crowd(server.base, parkers=parkers, inbox=inbox, spread=False) as crowd:
+                    _quiet(server)  # every pop parked; their waits end after this round
+                    per_send[mode].append(_herd_sends(server, client, inbox, crowd))
+                counts = _park_counts(crowd.last)
+                seen["claimed"] += crowd.last.get("claimed", 0)
+                seen["errors"] += counts["errors"]
+                for status, count in counts["statuses"].items():
+                    seen["statuses"][status] = seen["statuses"].get(status, 0) + count
+    ms = {mode: statistics.median(runs) for mode, runs in per_send.items()}
+    return {
+        "parked": HERD_PARKED,
+        "sends": HERD_SENDS,
+        "rounds": HERD_ROUNDS,
+        "none_ms": ms["none"],
+        "one_ms": ms["one"],
+        "parked_ms": ms["parked"],
+        "ratio": ms["parked"] / ms["none"] if ms["none"] else 0.0,
+        "ratio_to_one": ms["parked"] / ms["one"] if ms["one"] else 0.0,
+        "round_ms": per_send,
+        **seen,
+    }
+
+
+def _herd_sends(server: Server, client: httpx.Client, inbox: str, crowd: Crowd | None) -> float:
+    """Milliseconds of the server's CPU per send of ``HERD_SENDS`` to ``inbox``; with
+    ``crowd``, until its pops have claimed them all and parked again."""
+    claimed = crowd.stats()["claimed"] if crowd is not None else 0
+    before = server.cpu_ticks()
+    for _ in range(HERD_SENDS):
+        client.post("/api/v1/messages", json=_send_body(inbox)).raise_for_status()
+    deadline = time.monotonic() + 30
+    while crowd is not None and crowd.stats()["claimed"] < claimed + HERD_SENDS:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the herd's pops claimed less than {HERD_SENDS} messages in 30 s")
+        time.sleep(0.05)
+    time.sleep(HERD_SETTLE_SECONDS)
+    ticks = server.cpu_ticks() - before
+    return ticks / os.sysconf("SC_CLK_TCK") * 1000 / HERD_SENDS
+
+
+def shutdown(server: Server) -> dict[str, Any]:
+    """Seconds from SIGTERM to the server (gunicorn's master: ``ai-memory serve`` execs
+    it) to the answers of ``SHUTDOWN_PARKED`` parked pops, and to its exit. The server
+    is gone afterwards."""
+    with Crowd(
+        server.base, parkers=SHUTDOWN_PARKED, inbox="park-{n}", spread=False, again=False
+    ) as crowd:
+        _quiet(server)
+        signalled = time.monotonic()
+        server.proc.send_signal(signal.SIGTERM)
+        while crowd.stats()["done"] < SHUTDOWN_PARKED and time.monotonic() < signalled + 30:
+            time.sleep(0.05)
+        try:
+            server.proc.wait(timeout=60)
+            exited: float | None = time.monotonic() - signalled
+        except subprocess.TimeoutExpired:
+            exited = None
+    counts = crowd.last
+    first, last = counts.get("first_answer_at", 0.0), counts.get("last_answer_at", 0.0)
+    return {
+        "parked": SHUTDOWN_PARKED,
+        **_park_counts(counts),
+        "unanswered": SHUTDOWN_PARKED - counts.get("answers", 0),
+        "first_answer_s": first - signalled if first else None,
+        "last_answer_s": last - signalled if last else None,
+        "exited_s": exited,
+    }
+
+
+def _served(env: dict[str, str], workdir: Path, name: str) -> Server:
+    server = Server(env, workdir / f"{name}.log")
+    server.seed("projects", max(SEND_SINKS, STOCKED))  # sink-N and stock-N alike
+    server.seed("parking", max(PARKED, SHUTDOWN_PARKED), 3 * HERD_ROUNDS)
     wrk(server.base, "get.lua", 8, 1, BENCH_PATH="/healthz")  # warm-up
     return server
 
 
+def _cause(failed: BaseException) -> str:
+    if isinstance(failed, SystemExit):
+        return str(failed).strip().splitlines()[-1][:300] if str(failed).strip() else "exit"
+    return f"{type(failed).__name__}: {failed}"[:300]
+
+
 def bench_waiting(label: str, database_url: str | None, workdir: Path) -> dict[str, Any]:
+    """Every figure of one database. One that could not be measured (a seed, a load or a
+    server that failed) is recorded by its cause under ``failed``, a finding too, and
+    the others are measured still."""
     env = _environment(workdir, database_url)
     out: dict[str, Any] = {
         "database": label,
         "measured_at": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-        "designs": {},
+        "failed": {},
     }
-    for design, arguments in DESIGNS.items():
-        server = _served(env, workdir, arguments, f"server-{design}")
+
+    def measure(name: str, figure: Callable[[], Any]) -> None:
         try:
+            out[name] = figure()
+        except (SystemExit, Exception) as failed:
+            out["failed"][name] = _cause(failed)
+
+    server = _served(env, workdir, "server")
+    try:
+        try:
+            with _busy_twin(database_url, workdir / "busy") as busy:
+                measure("parked", lambda: parked(server, busy))
+                measure("herd", lambda: herd(busy))
+                measure("shutdown", lambda: shutdown(busy))
+        except SystemExit as failed:  # the twin did not start
+            for name in ("parked", "herd", "shutdown"):
+                out["failed"].setdefault(name, _cause(failed))
+        measure("slow", lambda: slow_clients(server))
+        measure("burst", lambda: burst(server))
+        measure("wake_one_server", lambda: wake_latency(server.base, server.base))
+
+        def two_servers() -> dict[str, float]:
+            other = Server(env, workdir / "other.log")
             try:
-                with _busy_twin(database_url, workdir / f"busy-{design}", arguments) as busy:
-                    figures = parked(server, busy)
-                out["designs"][design] = {"parked": figures, "slow": slow_clients(server)}
-            except SystemExit as failed:  # a seed or load that could not run: a finding too
-                out["designs"][design] = {"failed": str(failed).splitlines()[-1][:300]}
-                continue
-            if design == "slots":
-                out["burst"] = burst(server)
-                out["wake_one_server"] = wake_latency(server.base, server.base)
-                other = Server(env, workdir / "other.log")
-                try:
-                    out["wake_two_servers"] = wake_latency(server.base, other.base)
-                finally:
-                    other.stop()
-        finally:
-            server.stop()
+                return wake_latency(server.base, other.base)
+            finally:
+                other.stop()
+
+        measure("wake_two_servers", two_servers)
+    finally:
+        server.stop()
     return out
 
 
 @contextmanager
-def _busy_twin(database_url: str | None, workdir: Path, design: list[str]) -> Iterator[Server]:
-    """A second server of the same build and design, on a database of its own (a fresh
-    PostgreSQL database beside ``database_url``'s, or a data dir of its own on SQLite),
-    for the parked calls."""
+def _busy_twin(database_url: str | None, workdir: Path) -> Iterator[Server]:
+    """A second server of the same build, on a database of its own (a fresh PostgreSQL
+    database beside ``database_url``'s, or a data dir of its own on SQLite), for the
+    parked calls: its per-caller cap takes them all."""
     with contextlib.ExitStack() as stack:
         url = None if database_url is None else stack.enter_context(postgres_database())
         if database_url is not None and url is None:
             raise SystemExit("PostgreSQL is not reachable for the second server")
-        server = _served(_environment(workdir, url), workdir, design, "server")
+        server = _served(_environment(workdir, url, parked=True), workdir, "server")
         stack.callback(server.stop)
         yield server
 
