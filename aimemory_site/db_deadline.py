@@ -46,7 +46,7 @@ from django.db import OperationalError
 from django.db.utils import DatabaseErrorWrapper
 from django.http import HttpRequest, HttpResponse
 
-from aimemory_site.lib.db_spares import spare_take
+from aimemory_site.lib.db_spares import connection_closed, spare_take
 
 # Well under the 5 s of docs/reference.md#limits-and-faults: what is left covers the 503 itself.
 REQUEST_DATABASE_SECONDS = 3.0
@@ -104,23 +104,35 @@ class DatabaseDeadlineMiddleware:
             return self.get_response(request)
 
 
-def spare_within_budget(
-    alias: str, max_age: float | None, usable: Callable[[Any], bool] | None = None
-) -> tuple[Any, dict[str, Any]] | None:
-    """``lib.db_spares.spare_take`` for a backend's ``get_new_connection``: a spare, or
-    None and a counted place to connect in, waiting for one at most what is left of the
-    request's budget (outside a request it does not wait); ``DatabaseTimeout`` when that
-    runs out."""
+def connection_from_pool(
+    alias: str,
+    max_age: float | None,
+    connect: Callable[[], Any],
+    usable: Callable[[Any], bool] | None = None,
+) -> tuple[Any, dict[str, Any] | None]:
+    """For a backend's ``get_new_connection``: a spare of ``alias`` and its state
+    (``lib.db_spares``), else ``connect()``'s new connection and None. With the process
+    at its open limit, waits for a connection at most what is left of the request's
+    budget (outside a request it does not wait), then raises ``DatabaseTimeout``; the
+    new connection is counted open until the backend reports it closed
+    (``connection_closed``)."""
     budget = current_budget()
-    if budget is None:
-        return spare_take(alias, max_age, usable)
     started = monotonic()
     try:
-        return spare_take(alias, max_age, usable, wait_seconds=max(0.0, budget.remaining))
+        wait = None if budget is None else max(0.0, budget.remaining)
+        spare = spare_take(alias, max_age, usable, wait_seconds=wait)
     except TimeoutError as exc:
         raise DatabaseTimeout(str(exc)) from None
     finally:
-        budget.remaining -= monotonic() - started
+        if budget is not None:
+            budget.remaining -= monotonic() - started
+    if spare is not None:
+        return spare
+    try:
+        return connect(), None
+    except BaseException:
+        connection_closed(alias)  # counted, never opened
+        raise
 
 
 class TimeoutTranslatingErrors(DatabaseErrorWrapper):

@@ -31,8 +31,8 @@ from psycopg.pq import ConnStatus, TransactionStatus
 from aimemory_site.db_deadline import (
     DatabaseTimeout,
     TimeoutTranslatingErrors,
+    connection_from_pool,
     current_budget,
-    spare_within_budget,
 )
 from aimemory_site.lib.db_spares import connection_closed
 
@@ -95,15 +95,13 @@ class DatabaseWrapper(base.DatabaseWrapper):
         return TimeoutTranslatingErrors(self, _is_timeout)
 
     def get_new_connection(self, conn_params: Any) -> Any:
-        max_age = self.settings_dict["CONN_MAX_AGE"]
-        spare = spare_within_budget(self.alias, max_age, usable=connection_usable)
-        if spare is not None:
-            return spare[0]
-        try:
-            return self._connect_within_budget(conn_params)
-        except BaseException:
-            connection_closed(self.alias)  # counted by spare_within_budget, never opened
-            raise
+        connection, _ = connection_from_pool(
+            self.alias,
+            self.settings_dict["CONN_MAX_AGE"],
+            lambda: self._connect_within_budget(conn_params),
+            usable=connection_usable,
+        )
+        return connection
 
     def _connect_within_budget(self, conn_params: Any) -> Any:
         budget = current_budget()

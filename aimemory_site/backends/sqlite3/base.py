@@ -41,7 +41,12 @@ from typing import Any
 from django.conf import settings
 from django.db.backends.sqlite3 import base
 
-from aimemory_site.db_deadline import Budget, DatabaseTimeout, current_budget, spare_within_budget
+from aimemory_site.db_deadline import (
+    Budget,
+    DatabaseTimeout,
+    connection_from_pool,
+    current_budget,
+)
 from aimemory_site.lib.db_spares import connection_closed
 
 logger = logging.getLogger(__name__)
@@ -342,16 +347,12 @@ class DatabaseWrapper(base.DatabaseWrapper):
         return min(self._configured_busy_timeout_ms, steps * _BUSY_TIMEOUT_STEP_MS)
 
     def get_new_connection(self, conn_params: Any) -> Any:
-        spare = spare_within_budget(self.alias, self.settings_dict["CONN_MAX_AGE"])
-        if spare is not None:
-            connection, state = spare
-            self._busy_timeout_ms = state["busy_timeout_ms"]
-            return connection
-        try:
-            return self._connect(conn_params)
-        except BaseException:
-            connection_closed(self.alias)  # counted by spare_within_budget, never opened
-            raise
+        connection, spare_state = connection_from_pool(
+            self.alias, self.settings_dict["CONN_MAX_AGE"], lambda: self._connect(conn_params)
+        )
+        if spare_state is not None:
+            self._busy_timeout_ms = spare_state["busy_timeout_ms"]
+        return connection
 
     def _connect(self, conn_params: Any) -> Any:
         self._make_database_dir(conn_params)
