@@ -158,16 +158,17 @@ class _Registry:
                     if not waiters:
                         del self._by_topic[topic]
 
-    def deliver(self, topics: Iterable[str]) -> int:
-        """Wake every waiter of ``topics`` but claimers, and per topic the claimer that
-        has waited longest of those with no wake pending; returns how many were woken."""
+    def deliver(self, topics: Iterable[str], *, claimers_only: bool = False) -> int:
+        """Wake every waiter of ``topics`` but claimers (none with ``claimers_only``),
+        and per topic the claimer that has waited longest of those with no wake
+        pending; returns how many were woken."""
         woken = 0
         with self._lock:
             for topic in topics:
                 claimer_woken = False
                 for waiter in self._by_topic.get(topic, ()):
                     if not waiter.claimer:
-                        woken += waiter.wake()
+                        woken += 0 if claimers_only else waiter.wake()
                     elif not claimer_woken and waiter.wake():
                         claimer_woken = True
                         woken += 1
@@ -293,7 +294,7 @@ def wake_subscription(topics: Iterable[str], *, claimer: bool = False) -> Iterat
                 # spent, whatever the look claimed: a look that found nothing found the
                 # message claimed already, and handing its wake on would send every
                 # parked pop to look in turn.
-                _registry.deliver(subscribed)
+                _registry.deliver(subscribed, claimers_only=True)
     finally:
         if unlisten is not None:
             unlisten(subscribed)

@@ -340,3 +340,36 @@ def test_a_recheck_that_refuses_at_the_timeout_answers_its_error() -> None:
         wakeups.wait_for(
             lambda: None, topics=["t"], wait_seconds=0.05, caller="alice", recheck=recheck
         )
+
+
+def test_a_wake_handed_on_reaches_the_next_claimer_and_no_other_waiter() -> None:
+    """A session wait on the same inbox is woken by the send, not again by the hand-on."""
+    session_looks: list[str] = []
+    session_parked = threading.Event()
+
+    def session_look() -> None:
+        session_looks.append("look")
+        session_parked.set()
+
+    session = threading.Thread(
+        target=lambda: wakeups.wait_for(
+            session_look, topics=["inbox:1"], wait_seconds=30, caller="alice"
+        )
+    )
+    session.start()
+    assert session_parked.wait(5)
+    gone = threading.Event()
+    leaving = _Claimer("inbox:1", [], gone)
+    offered: list[str] = []
+    staying = _Claimer("inbox:1", offered)
+    gone.set()
+    offered.append("message")
+
+    wakeups.wake_publish(["inbox:1"])
+
+    leaving.thread.join(5)
+    staying.thread.join(5)
+    assert staying.result == ["message"]
+    assert session_looks == ["look", "look"]  # its first, and the one the send woke
+    wakeups.wake_shutdown()
+    session.join(5)
