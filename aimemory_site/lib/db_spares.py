@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections import deque
 from collections.abc import Callable
 from time import monotonic
 from typing import Any, NamedTuple
@@ -42,13 +43,26 @@ class _Spare(NamedTuple):
     since: float  # when it was let go of (``monotonic()``)
 
 
-class _Pool:
-    """The spares of each database, and how many connections of it are open."""
+class _Turn:
+    """A request waiting in line for a connection: when its turn comes it is handed a
+    spare, or (``spare`` left None) the place of a connection closed, to connect in."""
+
+    __slots__ = ("ready", "spare")
 
     def __init__(self) -> None:
-        self.changed = threading.Condition(threading.Lock())
+        self.ready = threading.Event()
+        self.spare: _Spare | None = None
+
+
+class _Pool:
+    """The spares of each database, how many connections of it are open, and the
+    requests waiting for one, first come first served."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
         self.spares: dict[str, list[_Spare]] = {}  # the one let go of last, last
         self.open: dict[str, int] = {}
+        self.line: dict[str, deque[_Turn]] = {}
 
 
 _pool = _Pool()
@@ -59,7 +73,7 @@ _open_limit: int | None = None
 
 def open_limit_set(limit: int | None) -> None:
     """Bound the connections of each database this process holds open at once (in use
-    and spare): past it, a request waits for one within its database budget
+    and spare): past it, a request waits in line for one within its database budget
     (``db_deadline``), else answers 503. Set by the server, where every request gives
     its connections back when it is answered; unbounded elsewhere (tests' threads keep
     theirs)."""
@@ -69,13 +83,13 @@ def open_limit_set(limit: int | None) -> None:
 
 def spares_count() -> int:
     """How many connections wait here."""
-    with _pool.changed:
+    with _pool.lock:
         return sum(map(len, _pool.spares.values()))
 
 
 def open_count(alias: str) -> int:
     """How many connections of ``alias`` this process holds open, in use or spare."""
-    with _pool.changed:
+    with _pool.lock:
         return _pool.open.get(alias, 0)
 
 
@@ -88,47 +102,63 @@ def spare_take(
     """A spare connection of ``alias`` and its state, the one let go of last; or None,
     and then the caller connects, and must call ``connection_closed`` when that
     connection is closed (or the connect fails). Spares let go of more than ``max_age``
-    seconds ago (None: any age), and those ``usable`` says are not, are closed.
+    seconds ago (None: any age), and those ``usable`` says are not, are closed (and the
+    caller connects in their place).
 
-    With the process at its open limit and no spare, waits up to ``wait_seconds`` for a
-    connection to be let go of or closed (None: does not wait, and connects past the
-    limit), then raises ``TimeoutError``."""
-    deadline = None if wait_seconds is None else monotonic() + wait_seconds
-    while True:
-        with _pool.changed:
-            spare = _spare_or_slot(alias, deadline)
-        if spare is None:
-            return None
-        fresh = max_age is None or monotonic() - spare.since <= max_age
-        if fresh and (usable is None or usable(spare.connection)):
-            return spare.connection, spare.state
-        with contextlib.suppress(Exception):  # already broken: it is dropped either way
-            spare.connection.close()
-        connection_closed(alias)
-
-
-def _spare_or_slot(alias: str, deadline: float | None) -> _Spare | None:
-    """Under the pool's lock: a spare, or None once a new connection may open (counted)."""
-    while True:
+    With the process at its open limit, or others already waiting, it waits in line up
+    to ``wait_seconds`` for a connection to be let go of or closed (None: it does not
+    wait, and connects past the limit), then raises ``TimeoutError``. In line, not in a
+    scramble: under a burst of thousands, a request woken by a release lost it to one
+    that had just arrived, again and again, until its budget ran out."""
+    with _pool.lock:
+        line = _pool.line.setdefault(alias, deque())
         spares = _pool.spares.get(alias)
-        if spares:
-            return spares.pop()
-        opened = _pool.open.get(alias, 0)
-        if _open_limit is None or opened < _open_limit or deadline is None:
-            _pool.open[alias] = opened + 1
-            return None
-        left = deadline - monotonic()
-        if left <= 0 or not _pool.changed.wait(left):
-            raise TimeoutError(
-                f"all {_open_limit} database connections of this process stayed in use"
-            )
+        turn = None
+        if not line and spares:
+            spare: _Spare | None = spares.pop()
+        elif (
+            wait_seconds is None
+            or _open_limit is None
+            or (not line and _pool.open.get(alias, 0) < _open_limit)
+        ):
+            _pool.open[alias] = _pool.open.get(alias, 0) + 1
+            spare = None
+        else:
+            turn = _Turn()
+            line.append(turn)
+    if turn is not None:
+        spare = _turn_awaited(alias, turn, wait_seconds or 0.0)
+    if spare is None:
+        return None
+    fresh = max_age is None or monotonic() - spare.since <= max_age
+    if fresh and (usable is None or usable(spare.connection)):
+        return spare.connection, spare.state
+    with contextlib.suppress(Exception):  # already broken: it is dropped either way
+        spare.connection.close()
+    return None  # its place is the caller's, to connect in
+
+
+def _turn_awaited(alias: str, turn: _Turn, seconds: float) -> _Spare | None:
+    """What ``turn`` is handed (a spare, or None: a place to connect in), once it is."""
+    if not turn.ready.wait(seconds):
+        with _pool.lock:
+            if not turn.ready.is_set():  # not handed anything meanwhile
+                _pool.line[alias].remove(turn)
+                raise TimeoutError(
+                    f"all {_open_limit} database connections of this process stayed in use"
+                )
+    return turn.spare
 
 
 def connection_closed(alias: str) -> None:
-    """A connection of ``alias`` that ``spare_take`` counted was closed (or never opened)."""
-    with _pool.changed:
+    """A connection of ``alias`` that ``spare_take`` counted was closed (or never opened):
+    its place goes to the first in line, or is free."""
+    with _pool.lock:
+        line = _pool.line.get(alias)
+        if line:
+            line.popleft().ready.set()
+            return
         _pool.open[alias] = max(0, _pool.open.get(alias, 0) - 1)
-        _pool.changed.notify()
 
 
 def connections_let_go() -> None:
@@ -148,12 +178,18 @@ def connections_let_go() -> None:
         if detach is None or not _reusable(wrapper):
             wrapper.close()
             continue
-        with _pool.changed:
+        with _pool.lock:
+            line = _pool.line.get(wrapper.alias)
             spares = _pool.spares.setdefault(wrapper.alias, [])
-            if len(spares) < SPARES_KEPT:
+            if line or len(spares) < SPARES_KEPT:
                 connection, state = detach()
-                spares.append(_Spare(connection, state, monotonic()))
-                _pool.changed.notify()
+                spare = _Spare(connection, state, monotonic())
+                if line:  # straight to the first in line
+                    turn = line.popleft()
+                    turn.spare = spare
+                    turn.ready.set()
+                else:
+                    spares.append(spare)
                 continue
         wrapper.close()
 
