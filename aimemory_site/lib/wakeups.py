@@ -385,7 +385,35 @@ def wait_for(
     deadline = monotonic() + max(0.0, wait_seconds)
     if until is not None:
         deadline = min(deadline, until)
-    with wait_place(caller, place), wake_subscription(topics, claimer=claimer) as waiter:
+    with wait_place(caller, place):
+        # Subscribing may wait for the transport (on PostgreSQL the process's listener
+        # runs one LISTEN at a time): not while holding a connection others wait for.
+        connections_let_go()
+        answer = _waited(look, topics, deadline, recheck, claimer, client_gone)
+    if answer is not None:
+        return answer
+    if recheck is None or (client_gone is not None and client_gone()):
+        return None
+    if claimer and shutting_down():
+        # A pop's answer at shutdown is "nothing", which tells nothing: deciding its
+        # right again would cost every parked pop a look at the database just as the
+        # process must answer them all within 2 s.
+        return None
+    recheck()
+    return None
+
+
+def _waited(
+    look: Callable[[], T | None],
+    topics: Iterable[str],
+    deadline: float,
+    recheck: Callable[[], object] | None,
+    claimer: bool,
+    client_gone: Callable[[], bool] | None,
+) -> T | None:
+    """``wait_for``'s looks and parks, subscribed to ``topics``: an answer, or None when
+    the time is up, the process stops, or (then ``client_gone`` says so) the client left."""
+    with wake_subscription(topics, claimer=claimer) as waiter:
         answer = look()
         while answer is None:
             if deadline - monotonic() <= 0 or shutting_down():
@@ -400,14 +428,4 @@ def wait_for(
                 recheck()
             answer = look()
             waiter.owed = False
-        else:
-            return answer
-    if recheck is None or (client_gone is not None and client_gone()):
-        return None
-    if claimer and shutting_down():
-        # A pop's answer at shutdown is "nothing", which tells nothing: deciding its
-        # right again would cost every parked pop a look at the database just as the
-        # process must answer them all within 2 s.
-        return None
-    recheck()
-    return None
+        return answer
