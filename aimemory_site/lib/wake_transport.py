@@ -7,22 +7,23 @@ process waits, so a process with none pays nothing but its publications (once on
 had waited kept receiving, every publication cost every process).
 
 - **PostgreSQL** (any number of hosts on one database): ``LISTEN``/``NOTIFY`` on two
-  connections of the process's own, served by a daemon thread, with a channel per topic
-  (``wake_channel``). A publication is one ``pg_notify`` statement on the publisher,
-  sent by the publishing thread after its write committed, whose answer is read before
-  the next statement. A call that waits has its topics' channels ``LISTEN``ed on the
-  listener before its first look; the thread hands each notification (its payload is
-  the topic) to ``wakeups.wake_deliver`` and ``UNLISTEN``s a channel once no call of
-  the process waits on it. So a process hears only the publications its parked calls
-  wait for, and its thread wakes for nothing else (on one channel for all, every
-  process with a parked call woke for every send).
-  Not in the write's own statement: a NOTIFY holds a lock of the whole server until its
-  transaction's commit is flushed, so every sending transaction would commit one after
-  another (concurrent inserts with a NOTIFY ran at a fifth of their rate here); the
-  transport's transactions do not wait for the flush. The thread reconnects after a
-  database outage with a backoff (never spinning), sends what was published meanwhile,
-  and sends every parked call back to look, since what others published meanwhile is
-  lost.
+  connections of the process's own, served by a daemon thread, on ``WAKE_CHANNELS``
+  channels, each topic on one of them by its digest (``wake_channel``). A publication is
+  one ``pg_notify`` statement on the publisher (its payload is the topic), sent by the
+  publishing thread after its write committed, whose answer is read before the next
+  statement. A call that waits has its topics' channels ``LISTEN``ed on the listener
+  before its first look; the thread hands each notification to ``wakeups.wake_deliver``
+  (which wakes only the calls waiting on that topic) and ``UNLISTEN``s a channel once no
+  call of the process waits on it. So a process hears only the publications of the
+  channels its parked calls wait on, and its thread wakes for little else (on one
+  channel for all, every process with a parked call woke for every send).
+  A fixed number of channels, not one per topic: each channel a process listens on
+  holds an advisory lock (``listener_mark``), and PostgreSQL's lock table is shared by
+  the whole server (``max_locks_per_transaction`` times ``max_connections``: 6,400 by
+  default); 10,000 calls parked on as many inboxes filled it, and every ``LISTEN`` then
+  failed. And with thousands of channels, each parked call cost a ``LISTEN`` and an
+  ``UNLISTEN`` on the process's one listener; with ``WAKE_CHANNELS`` they are listened
+  on once and stay.
 - **SQLite** (one host, one data dir): a Unix datagram socket per listening process in
   ``<data dir>/wake/``, bound under a hidden name, and linked into a directory per topic
   (``wake/<topic digest>/<pid>.sock``) while a call of the process waits on that topic.
@@ -63,6 +64,12 @@ logger = logging.getLogger(__name__)
 
 #: The prefix of the PostgreSQL channels of topics (``wake_channel``).
 CHANNEL_PREFIX = "aimemory_wake_"
+#: How many channels the topics share (``wake_channel``): a process listens on at most
+#: this many, and holds as many advisory locks of the server's shared lock table (with
+#: eight processes a host, 2,048 of the default 6,400). A write to a topic that shares its
+#: channel with a listened one publishes for nothing, which costs a statement after its
+#: commit and a wake of the listening processes' threads, nothing more.
+WAKE_CHANNELS = 256
 #: The first key of the advisory locks that mark a channel listened to (``listener_mark``):
 #: "aimw", apart from any other advisory lock of the database.
 LISTENER_MARK_CLASS = 0x61696D77
@@ -104,18 +111,17 @@ def transport_install() -> None:
 
 
 def wake_channel(topic: str) -> str:
-    """The PostgreSQL channel of ``topic``: a name of fixed length, whatever the topic
-    (a session id runs to 200 characters; a channel's name, to 63). The digest is MD5,
-    which SQL can take too (``unheard_sql``); nothing secret rides on it."""
-    return CHANNEL_PREFIX + hashlib.md5(topic.encode(), usedforsecurity=False).hexdigest()
+    """The PostgreSQL channel of ``topic``: one of ``WAKE_CHANNELS``, by the first byte of
+    the topic's MD5 digest, which SQL can take too (``unheard_sql``); nothing secret
+    rides on it."""
+    digest = hashlib.md5(topic.encode(), usedforsecurity=False).hexdigest()
+    return f"{CHANNEL_PREFIX}{digest[:2]}"
 
 
 def listener_mark(channel: str) -> int:
     """The key, with ``LISTENER_MARK_CLASS``, of the shared advisory lock a process holds
-    on its listener while it ``LISTEN``s ``channel``: the first 32 bits of the channel's
-    digest. Two channels may share a key; a write then finds a listener where there is
-    none, and publishes for nothing."""
-    return int.from_bytes(bytes.fromhex(channel[len(CHANNEL_PREFIX) :][:8]), "big", signed=True)
+    on its listener while it ``LISTEN``s ``channel``: the channel's number."""
+    return int(channel[len(CHANNEL_PREFIX) :], 16)
 
 
 def unheard_sql(topic_sql: str) -> str:
@@ -129,7 +135,7 @@ def unheard_sql(topic_sql: str) -> str:
     the write's commit, so a call that starts to wait meanwhile takes its mark only once
     the write has committed, and its first look finds what it wrote. If the mark is held,
     the write publishes after its commit, as every write did before."""
-    mark = f"('x' || substr(md5({topic_sql}), 1, 8))::bit(32)::int"
+    mark = f"('x' || substr(md5({topic_sql}), 1, 2))::bit(8)::int"
     return f"pg_try_advisory_xact_lock({LISTENER_MARK_CLASS}, {mark})"
 
 

@@ -1,5 +1,5 @@
-"""The wake transports in this process. PostgreSQL: NOTIFYs in, wakes out, a channel per
-topic listened only while a call waits on it, and back after its connection is cut.
+"""The wake transports in this process. PostgreSQL: NOTIFYs in, wakes out, a topic's
+channel listened only while a call waits on it, and back after its connection is cut.
 Across processes and hosts: tests/test_wait_serving.py."""
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def test_a_topic_longer_than_a_channel_name_is_carried(
     assert len(wake_channel(topic)) <= 63
 
 
-def test_a_process_hears_only_the_topics_its_calls_wait_on(
+def test_a_process_hears_only_the_channels_its_calls_wait_on(
     transport: wake_transport._PostgresTransport, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     heard: list[str] = []
@@ -222,6 +222,8 @@ def test_a_process_hears_only_the_topics_its_calls_wait_on(
     woken, answers = threading.Event(), list[object]()
     thread = _park("inbox:waited-on", woken, answers)
 
+    # Topics share channels (wake_transport.WAKE_CHANNELS): these two do not.
+    assert wake_channel("inbox:not-waited-on") != wake_channel("inbox:waited-on")
     with psycopg.connect(_dsn(), autocommit=True) as other:  # in this order, on one
         for topic in ("inbox:not-waited-on", "inbox:waited-on"):
             other.execute("SELECT pg_notify(%s, %s)", [wake_channel(topic), topic])
@@ -229,6 +231,62 @@ def test_a_process_hears_only_the_topics_its_calls_wait_on(
     assert woken.wait(5)
     thread.join(5)
     assert heard == ["inbox:waited-on"]
+
+
+def _sharing_a_channel(topic: str) -> str:
+    """Another topic on ``topic``'s channel."""
+    return next(
+        other
+        for n in range(100_000)
+        if wake_channel(other := f"inbox:neighbour-{n}") == wake_channel(topic)
+    )
+
+
+def test_a_publication_on_a_shared_channel_wakes_only_its_topics_calls(
+    transport: wake_transport._PostgresTransport, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = "inbox:waited-on"
+    neighbour = _sharing_a_channel(topic)
+    woken_by: dict[str, int] = {}
+    heard = threading.Event()
+    deliver = wakeups.wake_deliver
+
+    def recorded(topics: Iterable[str]) -> int:
+        topics = list(topics)
+        woken_by[topics[0]] = count = deliver(topics)
+        heard.set()
+        return count
+
+    monkeypatch.setattr(wakeups, "wake_deliver", recorded)
+    woken, answers = threading.Event(), list[object]()
+    thread = _park(topic, woken, answers)
+
+    _notify(neighbour)
+    assert heard.wait(5)  # the process hears the channel, and wakes no one with it
+    assert woken_by == {neighbour: 0}
+    _notify(topic)
+    assert woken.wait(5)
+    thread.join(5)
+    assert woken_by[topic] == 1
+    assert answers == ["woken"]
+
+
+def test_calls_on_thousands_of_topics_hold_at_most_one_mark_per_channel(
+    transport: wake_transport._PostgresTransport,
+) -> None:
+    """Each mark is an entry of the server's shared lock table, which 10,000 calls parked
+    on as many inboxes once filled."""
+    topics = frozenset(f"inbox:many-{n}" for n in range(2_000))
+    transport.listen(topics)
+    try:
+        assert len(transport._listened) == wake_transport.WAKE_CHANNELS
+        assert _marks_held() == wake_transport.WAKE_CHANNELS
+    finally:
+        transport.unlisten(topics)
+    with psycopg.connect(_dsn(), autocommit=True) as other:
+        _thread_turned(transport, other)
+    assert not transport._listened
+    assert _marks_held() == 0
 
 
 def test_a_topic_stays_listened_while_any_call_waits_on_it(
