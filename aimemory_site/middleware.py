@@ -1,5 +1,5 @@
-"""Request checks around every view: the size limit, the request guard, the machine
-error answers and the unconfirmed caller's 401."""
+"""Request checks around every view: the size limit, the request guard, the turn for a
+database connection, the machine error answers and the unconfirmed caller's 401."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, UnreadablePostError
 
 from aimemory_site.errors_views import API_PREFIXES, error_page, is_machine, machine_error
@@ -226,6 +226,36 @@ class RequestGuardMiddleware:
         return self.get_response(request)
 
 
+class DatabaseTurnMiddleware:
+    """Take the request's database connection before its work begins, on the machine
+    routes (docs/serving.md#database-connections).
+
+    A worker's requests share a few connections (``lib.db_spares``) and one core. Had
+    each taken its connection at its first query, a burst (thousands of pops parking at
+    once) would start every request: each one's first steps, then a wait in line for a
+    connection, while the few holding one got a thousandth of the core between their
+    queries; connections stayed taken so long that most of the burst ran out of its
+    database budget and answered 503. Taken here, a request waits in line before its
+    work, and the requests at work have the core. After the size limit, which has read a
+    machine route's body (a client trickling its body holds no connection), and the
+    request guard, whose refusals need none. Inside the database budget: a wait too long
+    for it answers 503.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if is_machine(request):
+            try:
+                connection.ensure_connection()
+            except DatabaseError as exc:
+                # Answered here, in a line of the log: under a burst, a traceback logged
+                # for each refusal cost the core more than the refusals saved.
+                return database_unavailable(request, exc)
+        return self.get_response(request)
+
+
 class MachineErrorMiddleware:
     """Every error of a machine route answers JSON, and the web's are pages of ours
     (docs/reference.md#limits-and-faults).
@@ -256,10 +286,15 @@ class MachineErrorMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, DatabaseError):
             return None  # Django's handler500 answers it (ours, by surface)
-        logger.warning("database unavailable on %s: %s", request.path, type(exception).__name__)
-        if is_machine(request):
-            return machine_error(request, 503)
-        return error_page("503.html", 503)
+        return database_unavailable(request, exception)
+
+
+def database_unavailable(request: HttpRequest, exception: DatabaseError) -> HttpResponse:
+    """The 503 ``database_unavailable`` of ``request``, logged in one line."""
+    logger.warning("database unavailable on %s: %s", request.path, type(exception).__name__)
+    if is_machine(request):
+        return machine_error(request, 503)
+    return error_page("503.html", 503)
 
 
 class UnconfirmedCallerMiddleware:
