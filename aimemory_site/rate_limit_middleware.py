@@ -10,6 +10,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 
 from aimemory_site.errors_views import API_PREFIXES, machine_error
+from aimemory_site.lib.wakeups import CLIENT_GONE, run_again
 from projects.rate_limits import rate_limit_caller, rate_limit_configured, rate_limit_refusal
 
 logger = logging.getLogger(__name__)
@@ -39,7 +40,10 @@ class RateLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if not request.path.startswith(RATE_LIMITED_PREFIXES):
+        if not request.path.startswith(RATE_LIMITED_PREFIXES) or run_again(
+            request.META.get(CLIENT_GONE)
+        ):
+            # A later run of a parked call is its look after a wake, not a new call.
             return self.get_response(request)
         # REMOTE_ADDR may be empty (a unix socket bind): such callers share one counter.
         address = request.META.get("REMOTE_ADDR") or ""

@@ -43,6 +43,7 @@ from aimemory_site.lib.wakeups import (
     inbox_topic,
     message_topic,
     message_topic_sql,
+    once_per_call,
     wait_for,
     wait_seconds_parse,
     wake_publish,
@@ -454,7 +455,12 @@ def message_pop(
         seen, earlier = _pop_of_request(inbox, principal, request_id)
         if seen:
             return earlier
-    admission_decide(MESSAGE_POP, principal=principal, project=inbox, session=session)
+    # Decided once per call: a waiting pop's later runs (docs/serving.md#the-loop) are
+    # its looks, not new pops.
+    once_per_call(
+        lambda: admission_decide(MESSAGE_POP, principal=principal, project=inbox, session=session),
+        client_gone,
+    )
     pop = _Pop(principal, inbox, named, reply_to, session, session_agent(session), request_id)
     if not wait:
         popped = pop.claim(keep_nothing=True)

@@ -111,9 +111,10 @@ def serving(
     names one, as several hosts of one database share it), once it answers ``/healthz``:
     its port and process. Its output goes to ``data_dir / "server.log"``."""
     port = free_port()
-    env = {**os.environ, "AI_MEMORY_DATA_DIR": str(data_dir), **environ}
+    env = dict(os.environ)
     for name in ("AI_MEMORY_ROOT_TOKEN", "AI_MEMORY_RATE_LIMIT", "DATABASE_URL"):
         env.pop(name, None)
+    env |= {"AI_MEMORY_DATA_DIR": str(data_dir), **environ}
     argv = ["serve", "--bind", f"127.0.0.1:{port}", *options]
     database = (
         spawn_database_url(database_prefix)

@@ -149,14 +149,18 @@ class _Registry:
             if self.shutting_down:
                 waiter.wake()
 
-    def remove(self, waiter: Waiter) -> None:
+    def remove(self, waiter: Waiter) -> bool:
+        """Remove ``waiter``; False if it was not there."""
+        found = False
         with self._lock:
             for topic in waiter.topics:
                 waiters = self._by_topic.get(topic)
-                if waiters is not None:
-                    waiters.pop(waiter, None)
+                if waiters is not None and waiter in waiters:
+                    found = True
+                    del waiters[waiter]
                     if not waiters:
                         del self._by_topic[topic]
+        return found
 
     def deliver(self, topics: Iterable[str], *, claimers_only: bool = False) -> int:
         """Wake every waiter of ``topics`` but claimers (none with ``claimers_only``),
@@ -277,48 +281,157 @@ def parked_count() -> int:
 
 @contextmanager
 def wake_subscription(topics: Iterable[str], *, claimer: bool = False) -> Iterator[Waiter]:
-    subscribed = frozenset(topics)
-    listen = _listen
-    if listen is not None:
-        listen(subscribed)
-    unlisten = _unlisten if listen is not None else None
+    """Subscribed to ``topics`` while open (``HeldWait``'s subscription, alone)."""
+    held = HeldWait(frozenset(topics), claimer=claimer, deadline=monotonic())
+    held.subscribe()
     try:
-        waiter = Waiter(subscribed, claimer)
-        _registry.add(waiter)
+        yield held.waiter
+    finally:
+        held.end()
+
+
+class HeldWait:
+    """One call's wait, from its place under the caps and its subscription to its end:
+    what ``wait_for`` holds while the call is parked, in the request (``park``) or, under
+    ``ai-memory serve``, outside it (``ServedCall``). ``end`` lets go of both, once."""
+
+    __slots__ = ("_place", "deadline", "over", "subscribed", "waiter")
+
+    def __init__(self, topics: frozenset[str], *, deadline: float, claimer: bool = False) -> None:
+        self.waiter = Waiter(topics, claimer)
+        #: When the wait's time is up (a ``monotonic()`` moment).
+        self.deadline = deadline
+        #: Its time is up, its client gone or the process stopping: nothing more to look for.
+        self.over = False
+        self.subscribed = False
+        self._place: tuple[str, str | None] | None = None
+
+    def place_take(self, caller: str, place: str | None) -> None:
+        """Take one of the host's parked calls for ``caller`` (``lib.wait_caps``), or
+        raise ``TooManyWaits``."""
+        counts = wait_caps.counts()
         try:
-            yield waiter
-        finally:
-            _registry.remove(waiter)
-            if claimer and (waiter.woken or waiter.owed):
+            counts.take(caller, place)
+        except wait_caps.CapReached as reached:
+            whose = "this server" if reached.which == "host" else "this caller"
+            raise TooManyWaits(
+                f"too many calls with wait_seconds are parked for {whose} "
+                f"({counts.host_limit if reached.which == 'host' else counts.caller_limit}); "
+                "nothing was done: retry later, or call without wait_seconds",
+                retry_after_s=wait_caps.RETRY_AFTER_SECONDS,
+            ) from None
+        self._place = (caller, place)
+
+    def subscribe(self) -> None:
+        """Receive the publications of the waiter's topics from now on: the transport's
+        (``listen``) and this process's."""
+        listen = _listen
+        if listen is not None:
+            listen(self.waiter.topics)
+        _registry.add(self.waiter)
+        self.subscribed = True
+
+    def park(self, client_gone: Callable[[], bool] | None) -> bool:
+        """Park until woken (True: look again), or until the time is up, the process
+        shuts down or ``client_gone`` says the client has gone (False, and ``over``).
+        A parked call holds no database connection, transaction or lock: let go of
+        them before (``connections_let_go``)."""
+        if (
+            self.deadline - monotonic() > 0
+            and not shutting_down()
+            and _park(self.waiter, self.deadline, client_gone)
+        ):
+            # Woken: it owes a look, and hands the wake on if it never looks.
+            self.waiter.owed = True
+            return True
+        self.over = True
+        return False
+
+    def looked(self) -> None:
+        """The look a wake asked for is done."""
+        self.waiter.owed = False
+
+    def end(self) -> None:
+        """Let go of the subscription and the place (again: nothing)."""
+        waiter = self.waiter
+        if waiter.topics and _registry.remove(waiter):
+            if waiter.claimer and (waiter.woken or waiter.owed):
                 # A wake it did not look for is the next claimer's. One it looked for is
                 # spent, whatever the look claimed: a look that found nothing found the
                 # message claimed already, and handing its wake on would send every
                 # parked pop to look in turn.
-                _registry.deliver(subscribed, claimers_only=True)
-    finally:
-        if unlisten is not None:
-            unlisten(subscribed)
+                _registry.deliver(waiter.topics, claimers_only=True)
+            unlisten = _unlisten if _listen is not None else None
+            if unlisten is not None:
+                unlisten(waiter.topics)
+        place, self._place = self._place, None
+        if place is not None:
+            wait_caps.counts().give_back(*place)
 
 
-@contextmanager
-def wait_place(caller: str, place: str | None = None) -> Iterator[None]:
-    """Hold one of the host's parked calls for ``caller`` (``lib.wait_caps``), or raise
-    ``TooManyWaits`` at once; ``place``: see ``WaitCounts.take``."""
-    counts = wait_caps.counts()
-    try:
-        counts.take(caller, place)
-    except wait_caps.CapReached as reached:
-        whose = "this server" if reached.which == "host" else "this caller"
-        raise TooManyWaits(
-            f"too many calls with wait_seconds are parked for {whose} "
-            f"({counts.host_limit if reached.which == 'host' else counts.caller_limit}); "
-            "nothing was done: retry later, or call without wait_seconds",
-            retry_after_s=wait_caps.RETRY_AFTER_SECONDS,
-        ) from None
-    try:
-        yield
-    finally:
-        counts.give_back(caller, place)
+class ParkOutside(BaseException):
+    """Raised by ``wait_for`` to park its call outside the request, in the server that
+    offered it (``ServedCall``). Only that server catches it: a ``BaseException``, so no
+    ``except Exception`` of the application takes it for an error."""
+
+
+class ServedCall:
+    """``CLIENT_GONE`` under ``ai-memory serve``: the request's client (``client_gone``:
+    gone or not, watchable) and the server's offer to park its call outside the request.
+
+    A call that parks there unwinds the whole request (``ParkOutside``), leaving only its
+    ``held`` wait, the request itself (kept by the server) and this; at each wake, and at
+    the end of its time, the server runs the request again from its start, so each look
+    is a new run that decides the caller, its grant and its project again, and reaches
+    ``wait_for``, which finds its wait ``held`` and looks (docs/serving.md#the-loop).
+    What must happen once per call, not per run, the call keeps here (``once_per_call``).
+    """
+
+    __slots__ = ("client", "held", "kept", "runs")
+
+    def __init__(self, client: WatchableClient) -> None:
+        self.client = client
+        self.held: HeldWait | None = None
+        self.kept: object = None
+        self.runs = 1
+
+    def __call__(self) -> bool:
+        return self.client()
+
+    def watch(self, wake: Callable[[], object]) -> Callable[[], object] | None:
+        return self.client.watch(wake)
+
+    def park(self) -> None:
+        """Park the held wait until it is woken or over; the next run looks, or ends."""
+        held = self.held
+        assert held is not None, "wait_for parks a call only with its wait held"
+        held.park(self.client)
+        self.runs += 1
+
+    def end(self) -> None:
+        """Let go of a held wait that no run took up again (a run that failed before
+        its ``wait_for``: a token revoked, a grant removed)."""
+        held, self.held = self.held, None
+        if held is not None:
+            held.end()
+
+
+def once_per_call(make: Callable[[], T], client_gone: Callable[[], bool] | None) -> T:
+    """``make()`` in the call's first run, and what it made in each later run of the same
+    call (``ServedCall``); ``make()`` alone wherever a call runs once. For what a waiting
+    call does before its wait and must not do again when its request runs again after
+    a park: a session wait making itself the session's newest, say."""
+    if not isinstance(client_gone, ServedCall):
+        return make()
+    if client_gone.runs == 1:
+        client_gone.kept = make()
+    return client_gone.kept  # type: ignore[return-value]  # what make() returned
+
+
+def run_again(client_gone: object) -> bool:
+    """Whether this is a later run of a call that parked outside its request
+    (``ServedCall``): not a new call of the client's."""
+    return isinstance(client_gone, ServedCall) and client_gone.runs > 1
 
 
 def _park(waiter: Waiter, deadline: float, client_gone: Callable[[], bool] | None) -> bool:
@@ -328,11 +441,6 @@ def _park(waiter: Waiter, deadline: float, client_gone: Callable[[], bool] | Non
     asks it); any other is asked every ``CLIENT_CHECK_SECONDS``."""
     unwatch = None
     try:
-        # A parked call holds no database connection, transaction or lock: what it still
-        # holds goes to the spares (lib.db_spares) for the next request, and the look
-        # after the wake takes a spare or connects. A caller inside a transaction (only
-        # a test's, which wraps each test in one) keeps its connection.
-        connections_let_go()
         if isinstance(client_gone, WatchableClient):
             unwatch = client_gone.watch(waiter.wake)
         asked = client_gone if unwatch is None else None
@@ -374,6 +482,14 @@ def wait_for(
     (docs/serving.md#the-loop). A ``claimer`` (a pop) is woken alone among the claimers
     of a topic, and hands a wake it did not look for to the next.
 
+    Under ``ai-memory serve`` (``client_gone`` is a ``ServedCall``) the call parks
+    outside its request: this raises ``ParkOutside`` instead of parking, and the server
+    runs the request again at the wake, which reaches this call again to look, or at
+    the end of the wait, which returns None. Each later run has decided the caller's
+    right afresh on its way here, so ``recheck`` is not needed there. Whatever the
+    caller does before this call it does again in each run (``once_per_call`` for what
+    must happen once).
+
     ``look`` runs with a fresh database connection after each park and must commit what
     it writes before it returns (it is never inside the caller's transaction: this must
     not be called inside ``transaction.atomic``). ``client_gone``, when given, is asked
@@ -382,14 +498,41 @@ def wait_for(
     moment) ends the wait earlier, e.g. when the awaited message expires. On shutdown the
     wait ends as if its time were up.
     """
-    deadline = monotonic() + max(0.0, wait_seconds)
-    if until is not None:
-        deadline = min(deadline, until)
-    with wait_place(caller, place):
-        # Subscribing may wait for the transport (on PostgreSQL the process's listener
-        # runs one LISTEN at a time): not while holding a connection others wait for.
-        connections_let_go()
-        answer = _waited(look, topics, deadline, recheck, claimer, client_gone)
+    served = client_gone if isinstance(client_gone, ServedCall) else None
+    held = served.held if served is not None else None
+    if served is not None:
+        served.held = None  # this run decides what becomes of it
+    if held is None:
+        deadline = monotonic() + max(0.0, wait_seconds)
+        if until is not None:
+            deadline = min(deadline, until)
+        held = HeldWait(frozenset(topics), deadline=deadline, claimer=claimer)
+    try:
+        if not held.subscribed:  # the first look of the call
+            held.place_take(caller, place)
+            # Subscribing may wait for the transport (on PostgreSQL a LISTEN on the
+            # process's listener): not while holding a connection others wait for.
+            connections_let_go()
+            held.subscribe()
+            answer = look()
+        elif held.over or (client_gone is not None and client_gone()):
+            answer = None  # a later run at the end of the wait: it answers as it is
+        else:  # a later run after a wake
+            answer = look()
+            held.looked()
+    except BaseException:
+        held.end()
+        raise
+    if answer is not None or held.over or (client_gone is not None and client_gone()):
+        held.end()
+        return answer
+    if served is not None:
+        served.held = held
+        raise ParkOutside
+    try:
+        answer = _waited(held, look, recheck, client_gone)
+    finally:
+        held.end()
     if answer is not None:
         return answer
     if recheck is None or (client_gone is not None and client_gone()):
@@ -404,28 +547,27 @@ def wait_for(
 
 
 def _waited(
+    held: HeldWait,
     look: Callable[[], T | None],
-    topics: Iterable[str],
-    deadline: float,
     recheck: Callable[[], object] | None,
-    claimer: bool,
     client_gone: Callable[[], bool] | None,
 ) -> T | None:
-    """``wait_for``'s looks and parks, subscribed to ``topics``: an answer, or None when
-    the time is up, the process stops, or (then ``client_gone`` says so) the client left."""
-    with wake_subscription(topics, claimer=claimer) as waiter:
+    """``wait_for``'s parks and looks in the request: an answer, or None when the time is
+    up, the process stops, or (then ``client_gone`` says so) the client left."""
+    answer = None
+    while answer is None:
+        # A parked call holds no database connection, transaction or lock: what it still
+        # holds goes to the spares (lib.db_spares) for the next request, and the look
+        # after the wake takes a spare or connects. A caller inside a transaction (only
+        # a test's, which wraps each test in one) keeps its connection.
+        connections_let_go()
+        # Only a publication (or its echo) sends the call back to the database.
+        if not held.park(client_gone):
+            break
+        if client_gone is not None and client_gone():
+            return None
+        if recheck is not None:
+            recheck()
         answer = look()
-        while answer is None:
-            if deadline - monotonic() <= 0 or shutting_down():
-                break
-            # Only a publication (or its echo) sends the call back to the database.
-            if not _park(waiter, deadline, client_gone):
-                break
-            waiter.owed = True
-            if client_gone is not None and client_gone():
-                return None
-            if recheck is not None:
-                recheck()
-            answer = look()
-            waiter.owed = False
-        return answer
+        held.looked()
+    return answer

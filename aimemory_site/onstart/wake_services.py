@@ -21,6 +21,7 @@ from aimemory_site.lib.errors import BadRequest, Code, NotFound
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.wakeups import (
     inbox_topic,
+    once_per_call,
     session_topic,
     wait_for,
     wait_seconds_parse,
@@ -157,11 +158,17 @@ def session_wait(
             "POST /api/v1/sessions first",
             code=Code.SESSION_NOT_FOUND,
         )
-    token = _newest_wait_record(session)
-    # Committed: an older wait of this session, in any process, wakes and finds it is no
-    # longer the newest.
     topic = session_topic(session.session_id)
-    wake_publish([topic])
+
+    def newest() -> uuid.UUID:
+        token = _newest_wait_record(session)
+        # Committed: an older wait of this session, in any process, wakes and finds it
+        # is no longer the newest.
+        wake_publish([topic])
+        return token
+
+    # Once per call: a later run of this call (after a wake) is the same wait.
+    token = once_per_call(newest, client_gone)
 
     def look() -> dict[str, Any] | None:
         if not SessionWait.objects.filter(session=session, token=token).exists():

@@ -3,6 +3,7 @@ request under the environ keys the apps read (docs/serving.md#the-loop)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -14,11 +15,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "aimemory_site.settings")
 
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
+from greenlet import greenlet
 
 from aimemory_site.errors_views import MACHINE_PREFIXES, machine_error_body
 from aimemory_site.lib.db_spares import connections_let_go
 from aimemory_site.lib.errors import AppError, Code
-from aimemory_site.lib.wakeups import CLIENT_GONE
+from aimemory_site.lib.wakeups import CLIENT_GONE, ParkOutside, ServedCall
 from aimemory_site.serving.clients import WatchedClient
 from aimemory_site.serving.keys import CLOSE_CONNECTION
 
@@ -31,33 +33,117 @@ REQUEST_LINE_MAX_BYTES = 4094
 
 
 def serving(application: WsgiApp) -> WsgiApp:
-    """Wrap ``application`` so each request's environ holds ``CLIENT_GONE`` and
-    ``CLOSE_CONNECTION``, its socket gives up on a client silent for
+    """Wrap ``application`` so each request's environ holds ``CLIENT_GONE`` (a
+    ``ServedCall``) and ``CLOSE_CONNECTION``, its socket gives up on a client silent for
     ``AI_MEMORY_CLIENT_TIMEOUT`` while its body is read and its answer written, a request
-    line over ``REQUEST_LINE_MAX_BYTES`` is refused, and its database connections go
-    back to the spares once it is answered."""
+    line over ``REQUEST_LINE_MAX_BYTES`` is refused, its database connections go back to
+    the spares once it is answered, and a call that parks does so here, outside the
+    application, which runs the request again at each wake (docs/serving.md#the-loop)."""
     client_timeout = float(settings.AI_MEMORY_CLIENT_TIMEOUT)
+    body_kept_max = int(settings.AI_MEMORY_MAX_REQUEST_BYTES)
 
     def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         sock = environ.get("gunicorn.socket")
+        served = None
         if sock is not None:
             sock.settimeout(client_timeout)
-            environ[CLIENT_GONE] = WatchedClient(sock)
+            served = environ[CLIENT_GONE] = ServedCall(WatchedClient(sock))
         closing = _Closing(sock, start_response)
         if closing.offered:
             environ[CLOSE_CONNECTION] = closing
         target = environ.get("RAW_URI") or environ.get("PATH_INFO", "")
         if len(environ.get("REQUEST_METHOD", "")) + len(target) + 10 > REQUEST_LINE_MAX_BYTES:
             return _request_line_too_long(environ, start_response)
+        body = environ["wsgi.input"] = _KeptBody(environ["wsgi.input"], body_kept_max)
+        # The request as it came, for its later runs: a run changes its environ.
+        request = dict(environ)
         try:
-            answer = application(environ, start_response)
+            while True:
+                try:
+                    answer = _run(application, environ, start_response)
+                    break
+                except ParkOutside:
+                    pass  # its wait is held by ``served``, and nothing else of the run
+                assert served is not None and body.whole, "only a ServedCall parks outside"
+                served.park()
+                environ = _run_again(request, body.kept())
         finally:
-            # A Django response is whole when the application returns: its database
-            # connections can serve the next request now.
-            connections_let_go()
+            if served is not None:
+                served.end()
         return closing.after(answer) if closing.asked else answer
 
     return wsgi
+
+
+def _run(
+    application: WsgiApp, environ: dict[str, Any], start_response: Callable[..., Any]
+) -> Iterable[bytes]:
+    """One run of ``application``, in a greenlet of its own (a child of the request's,
+    which waits for it): a parked call's greenlet then holds only the few frames of the
+    server and this module, not the pages of stack a run of Django's took (16 KiB of its
+    greenlet's, kept as long as the greenlet lives). The run's database connections are
+    its greenlet's (Django keeps them per greenlet), so it lets go of them as it ends: a
+    Django response is whole when the application returns."""
+
+    def run() -> Iterable[bytes]:
+        try:
+            return application(environ, start_response)
+        finally:
+            connections_let_go()
+
+    answer: Iterable[bytes] = greenlet(run).switch()
+    return answer
+
+
+def _run_again(request: dict[str, Any], body: bytes) -> dict[str, Any]:
+    """The environ of a later run of ``request``: as it came, with its body (read by the
+    first run) to read again."""
+    environ = dict(request)
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["CONTENT_LENGTH"] = str(len(body))
+    environ.pop("HTTP_TRANSFER_ENCODING", None)  # the body kept is the chunks' content
+    return environ
+
+
+class _KeptBody:
+    """A request's ``wsgi.input`` that keeps what the application reads of it, up to
+    ``limit`` bytes, so that a call that parks can be run again with its body; a body
+    read past that (one the size limit refuses, which never parks) is kept no more."""
+
+    __slots__ = ("_size", "chunks", "limit", "stream", "whole")
+
+    def __init__(self, stream: Any, limit: int) -> None:
+        self.stream = stream
+        self.limit = limit
+        self.chunks: list[bytes] = []
+        self._size = 0
+        self.whole = True
+
+    def _keep(self, data: bytes) -> bytes:
+        if self.whole:
+            self._size += len(data)
+            if self._size > self.limit:
+                self.whole, self.chunks = False, []
+            elif data:
+                self.chunks.append(data)
+        return data
+
+    def read(self, size: int | None = None) -> bytes:
+        return self._keep(self.stream.read(size))
+
+    def readline(self, size: int | None = None) -> bytes:
+        return self._keep(self.stream.readline(size))
+
+    def readlines(self, hint: int | None = None) -> list[bytes]:
+        return [self._keep(line) for line in self.stream.readlines(hint)]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return (self._keep(line) for line in self.stream)
+
+    def kept(self) -> bytes:
+        if len(self.chunks) > 1:
+            self.chunks = [b"".join(self.chunks)]
+        return self.chunks[0] if self.chunks else b""
 
 
 class _Closing:
