@@ -30,6 +30,7 @@ from aimemory_site.serving.keys import CLOSE_CONNECTION
 
 logger = logging.getLogger(__name__)
 
+
 #: A refused body is read and dropped up to this many times the limit, so a client
 #: still sending it gets its 413 and a reusable connection, never a reset.
 DRAIN_LIMIT_FACTOR = 4
@@ -227,33 +228,41 @@ class RequestGuardMiddleware:
 
 
 class DatabaseTurnMiddleware:
-    """Take the request's database connection before its work begins, on the machine
-    routes (docs/serving.md#database-connections).
+    """Take the request's database connection before its view runs, for a POST to a
+    machine route (docs/serving.md#database-connections).
 
     A worker's requests share a few connections (``lib.db_spares``) and one core. Had
     each taken its connection at its first query, a burst (thousands of pops parking at
-    once) would start every request: each one's first steps, then a wait in line for a
+    once) would start every request: its first steps, then a wait in line for a
     connection, while the few holding one got a thousandth of the core between their
     queries; connections stayed taken so long that most of the burst ran out of its
     database budget and answered 503. Taken here, a request waits in line before its
-    work, and the requests at work have the core. After the size limit, which has read a
-    machine route's body (a client trickling its body holds no connection), and the
-    request guard, whose refusals need none. Inside the database budget: a wait too long
-    for it answers 503.
+    work, and the requests at work have the core. A POST: sends, pops, session starts
+    and waits, MCP calls, every one of which queries; a GET may need no database (the
+    OpenAPI document, ``/healthz``, whose own look at the database says how it failed).
+    Before the view, not earlier: an unknown route needs no connection, and the size
+    limit has read the body by then (a client trickling its body holds no connection).
+    Inside the database budget: a wait too long for it answers 503.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if is_machine(request):
-            try:
-                connection.ensure_connection()
-            except DatabaseError as exc:
-                # Answered here, in a line of the log: under a burst, a traceback logged
-                # for each refusal cost the core more than the refusals saved.
-                return database_unavailable(request, exc)
         return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view: object, args: object, kwargs: object
+    ) -> HttpResponse | None:
+        if request.method != "POST" or not is_machine(request):
+            return None
+        try:
+            connection.ensure_connection()
+        except DatabaseError as exc:
+            # Answered here, in a line of the log: under a burst, a traceback logged for
+            # each refusal cost the core more than the refusals saved.
+            return database_unavailable(request, exc)
+        return None
 
 
 class MachineErrorMiddleware:

@@ -209,8 +209,8 @@ MIDDLEWARE = [
     "aimemory_site.middleware.RequestSizeLimitMiddleware",
     # Origin, media type and text checks of every request, before any view parses it.
     "aimemory_site.middleware.RequestGuardMiddleware",
-    # A machine route's request waits for its database connection here, before its
-    # work: a burst waits in line rather than starting all at once.
+    # A machine route's request waits for its database connection before its view: a
+    # burst waits in line rather than starting all at once.
     "aimemory_site.middleware.DatabaseTurnMiddleware",
     # AI_MEMORY_RATE_LIMIT: after the size limit and the request guard, so a request they
     # refuse is not counted; before sessions, auth and every view, so a refused request

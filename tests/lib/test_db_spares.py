@@ -223,3 +223,54 @@ def test_past_the_open_limit_a_request_whose_budget_runs_out_gets_a_timeout() ->
 
     assert isinstance(_in_thread(waiting), DatabaseTimeout)
     assert connection.connection is raw
+
+
+@pytest.mark.parametrize(
+    ("congested_seconds", "served_first"),
+    [(60.0, "first"), (0.0, "last")],
+    ids=["first-come-first-served", "congested-newest-first"],
+)
+def test_a_congested_line_serves_its_newest_request_first(
+    monkeypatch: pytest.MonkeyPatch, congested_seconds: float, served_first: str
+) -> None:
+    """Past what a process can serve in time, first come first served would serve each
+    request just as its budget ran out (db_spares.CONGESTED_SECONDS)."""
+    from aimemory_site.db_deadline import database_budget
+
+    monkeypatch.setattr(db_spares, "CONGESTED_SECONDS", congested_seconds)
+    _in_thread(_connected)
+    db_spares.open_limit_set(db_spares.open_count(connection.alias) + 1)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> Any:
+        raw = _connected()
+        holding.set()
+        release.wait(10)
+        db_spares.connections_let_go()
+        return raw
+
+    held: list[Any] = []
+    holder = threading.Thread(target=lambda: held.append(_in_thread(hold)))
+    holder.start()
+    assert holding.wait(10)
+    served: dict[str, Any] = {}
+    waiters = []
+    for n, name in enumerate(("first", "middle", "last")):
+
+        def waiting(name: str = name) -> None:
+            def connect() -> Any:
+                with database_budget(10.0):
+                    return _connected()
+
+            served[name] = _in_thread(connect)
+
+        waiters.append(threading.Thread(target=waiting))
+        waiters[-1].start()
+        while db_spares.waiting_count(connection.alias) < n + 1:
+            waiters[-1].join(0.01)  # it is on its way into the line
+    release.set()
+    holder.join(10)
+    for waiter in waiters:
+        waiter.join(10)
+
+    assert served[served_first] is held[0]  # the very connection let go of
