@@ -30,11 +30,11 @@ from typing import Any, NamedTuple
 
 from django.db import connections
 
-#: Connections kept per database for the next request; more are closed. A process runs
-#: its requests' database work one at a time on SQLite, and on PostgreSQL as many at a
-#: time as it has requests awaiting the server's answers; the bench's 32 clients on three
-#: processes keep about this many busy in each.
-SPARES_KEPT = 8
+#: Connections kept per database for the next request; more are closed. As many as a
+#: worker may hold open (``serving.gunicorn_config.OPEN_CONNECTIONS_PER_WORKER``): with
+#: fewer, a worker at its limit closed connections it let go of and opened them again
+#: for the next requests, a tenth of its CPU with 10,000 calls parked on PostgreSQL.
+SPARES_KEPT = 12
 #: A line whose first request has waited this long is congested: connections go to its
 #: newest requests first (``_next_in``).
 CONGESTED_SECONDS = 0.5
