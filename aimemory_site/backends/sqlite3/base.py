@@ -48,6 +48,7 @@ from aimemory_site.db_deadline import (
     current_budget,
 )
 from aimemory_site.lib.db_spares import connection_closed
+from aimemory_site.lib.off_loop import off_the_loop
 
 logger = logging.getLogger(__name__)
 
@@ -171,10 +172,16 @@ class _Checkpointer:
                     connection.close()
                     connection = None
                 if connection is None:
-                    connection = sqlite3.connect(path, timeout=5, isolation_level=None)
+                    # Used from gevent's pool threads under the server (off_the_loop),
+                    # one statement at a time.
+                    connection = sqlite3.connect(
+                        path, timeout=5, isolation_level=None, check_same_thread=False
+                    )
                     connected_to = path
                     page_size = connection.execute("PRAGMA page_size").fetchone()[0]
-                row = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                # Off the worker's loop: a checkpoint copies pages and fsyncs the file,
+                # which stopped every request of the process for tens of milliseconds.
+                row = off_the_loop(_pragma_row, connection, "PRAGMA wal_checkpoint(PASSIVE)")
                 if row[1] * page_size >= CHECKPOINT_RESTART_WAL_BYTES:  # frames in the WAL
                     row, held = _wal_restart(connection, path)
                     self.restarts += 1
@@ -223,14 +230,26 @@ def _wal_restart(connection: sqlite3.Connection, path: str) -> tuple[tuple[Any, 
     pragma's row and how long the writer lock was held, in seconds."""
     lock_path = _lock_file_of(path)
     with _process_lines.of(lock_path):
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            taken = monotonic()
-            row: tuple[Any, ...] = connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
-            return row, monotonic() - taken
-        finally:
-            os.close(fd)  # releases the lock
+        # Off the worker's loop: the lock is waited for, the copy fsynced.
+        return off_the_loop(_restart_locked, connection, lock_path)
+
+
+def _restart_locked(
+    connection: sqlite3.Connection, lock_path: str
+) -> tuple[tuple[Any, ...], float]:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        taken = monotonic()
+        row = _pragma_row(connection, "PRAGMA wal_checkpoint(RESTART)")
+        return row, monotonic() - taken
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _pragma_row(connection: sqlite3.Connection, pragma: str) -> tuple[Any, ...]:
+    row: tuple[Any, ...] = connection.execute(pragma).fetchone()
+    return row
 
 
 def _after_fork_in_child() -> None:
@@ -419,8 +438,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
         else:
             _take_within(line, budget)
         try:
-            if budget is None:
-                fcntl.flock(self._writer_lock_fd, fcntl.LOCK_EX)
+            if budget is None:  # outside a request: waits as long as it takes, off the loop
+                off_the_loop(fcntl.flock, self._writer_lock_fd, fcntl.LOCK_EX)
             else:
                 _flock_within(self._writer_lock_fd, budget)
         except BaseException:
