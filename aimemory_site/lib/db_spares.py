@@ -35,9 +35,6 @@ from django.db import connections
 #: fewer, a worker at its limit closed connections it let go of and opened them again
 #: for the next requests, a tenth of its CPU with 10,000 calls parked on PostgreSQL.
 SPARES_KEPT = 12
-#: A line whose first request has waited this long is congested: connections go to its
-#: newest requests first (``_next_in``).
-CONGESTED_SECONDS = 0.5
 
 
 class _Spare(NamedTuple):
@@ -50,12 +47,11 @@ class _Turn:
     """A request waiting in line for a connection: when its turn comes it is handed a
     spare, or (``spare`` left None) the place of a connection closed, to connect in."""
 
-    __slots__ = ("ready", "since", "spare")
+    __slots__ = ("ready", "spare")
 
     def __init__(self) -> None:
         self.ready = threading.Event()
         self.spare: _Spare | None = None
-        self.since = monotonic()
 
 
 class _Pool:
@@ -97,12 +93,6 @@ def open_count(alias: str) -> int:
         return _pool.open.get(alias, 0)
 
 
-def waiting_count(alias: str) -> int:
-    """How many requests wait in line for a connection of ``alias``."""
-    with _pool.lock:
-        return len(_pool.line.get(alias, ()))
-
-
 def spare_take(
     alias: str,
     max_age: float | None,
@@ -119,8 +109,7 @@ def spare_take(
     to ``wait_seconds`` for a connection to be let go of or closed (None: it does not
     wait, and connects past the limit), then raises ``TimeoutError``. In line, not in a
     scramble: under a burst of thousands, a request woken by a release lost it to one
-    that had just arrived, again and again, until its budget ran out. (A congested line
-    serves its newest first: ``_next_in``.)"""
+    that had just arrived, again and again, until its budget ran out."""
     with _pool.lock:
         line = _pool.line.setdefault(alias, deque())
         spares = _pool.spares.get(alias)
@@ -161,29 +150,13 @@ def _turn_awaited(alias: str, turn: _Turn, seconds: float) -> _Spare | None:
     return turn.spare
 
 
-def _next_in(line: deque[_Turn]) -> _Turn:
-    """Who in ``line`` gets the connection let go of (or the place of one closed),
-    taken out of it: the first, first come first served; but once the first has waited
-    ``CONGESTED_SECONDS``, the last. Called with the pool's lock held.
-
-    Under more requests than the process can serve in their budget the line only grows,
-    and first come first served then served each request just as its budget ran out: it
-    answered 503 all the same, and clients retrying kept the storm going (10,000 pops
-    parking on PostgreSQL: 100,000 refusals, and the rates of everything else a third of
-    theirs). Newest first, the requests served are served in time, and the oldest give
-    up at their budget, as they would have anyway."""
-    if monotonic() - line[0].since > CONGESTED_SECONDS:
-        return line.pop()
-    return line.popleft()
-
-
 def connection_closed(alias: str) -> None:
     """A connection of ``alias`` that ``spare_take`` counted was closed (or never opened):
     its place goes to the first in line, or is free."""
     with _pool.lock:
         line = _pool.line.get(alias)
         if line:
-            _next_in(line).ready.set()
+            line.popleft().ready.set()
             return
         _pool.open[alias] = max(0, _pool.open.get(alias, 0) - 1)
 
@@ -211,8 +184,8 @@ def connections_let_go() -> None:
             if line or len(spares) < SPARES_KEPT:
                 connection, state = detach()
                 spare = _Spare(connection, state, monotonic())
-                if line:  # straight to the next in line
-                    turn = _next_in(line)
+                if line:  # straight to the first in line
+                    turn = line.popleft()
                     turn.spare = spare
                     turn.ready.set()
                 else:
