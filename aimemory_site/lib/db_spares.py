@@ -35,9 +35,6 @@ from django.db import connections
 #: fewer, a worker at its limit closed connections it let go of and opened them again
 #: for the next requests, a tenth of its CPU with 10,000 calls parked on PostgreSQL.
 SPARES_KEPT = 12
-#: A line whose first request has waited this long is congested: a request that comes
-#: then does not join it (``spare_take``).
-CONGESTED_SECONDS = 1.0
 
 
 class _Spare(NamedTuple):
@@ -50,12 +47,11 @@ class _Turn:
     """A request waiting in line for a connection: when its turn comes it is handed a
     spare, or (``spare`` left None) the place of a connection closed, to connect in."""
 
-    __slots__ = ("ready", "since", "spare")
+    __slots__ = ("ready", "spare")
 
     def __init__(self) -> None:
         self.ready = threading.Event()
         self.spare: _Spare | None = None
-        self.since = monotonic()
 
 
 class _Pool:
@@ -97,12 +93,6 @@ def open_count(alias: str) -> int:
         return _pool.open.get(alias, 0)
 
 
-def waiting_count(alias: str) -> int:
-    """How many requests wait in line for a connection of ``alias``."""
-    with _pool.lock:
-        return len(_pool.line.get(alias, ()))
-
-
 def spare_take(
     alias: str,
     max_age: float | None,
@@ -119,14 +109,7 @@ def spare_take(
     to ``wait_seconds`` for a connection to be let go of or closed (None: it does not
     wait, and connects past the limit), then raises ``TimeoutError``. In line, not in a
     scramble: under a burst of thousands, a request woken by a release lost it to one
-    that had just arrived, again and again, until its budget ran out.
-
-    Once the first in line has waited ``CONGESTED_SECONDS`` the process is asked for more
-    than it serves, and a request that comes then raises ``TimeoutError`` at once rather
-    than join the line: a line that only grows would serve each request just as its
-    budget ran out, all of them answering 503 in the end (10,000 pops parking beside the
-    bench's loads on PostgreSQL: nothing served for minutes, as clients retried). Those
-    in line keep their turn and are served in time."""
+    that had just arrived, again and again, until its budget ran out."""
     with _pool.lock:
         line = _pool.line.setdefault(alias, deque())
         spares = _pool.spares.get(alias)
@@ -140,11 +123,6 @@ def spare_take(
         ):
             _pool.open[alias] = _pool.open.get(alias, 0) + 1
             spare = None
-        elif line and monotonic() - line[0].since > CONGESTED_SECONDS:
-            raise TimeoutError(
-                f"all {_open_limit} database connections of this process are in use and "
-                f"{len(line)} requests wait for them"
-            )
         else:
             turn = _Turn()
             line.append(turn)

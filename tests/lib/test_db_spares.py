@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import select
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -224,56 +223,3 @@ def test_past_the_open_limit_a_request_whose_budget_runs_out_gets_a_timeout() ->
 
     assert isinstance(_in_thread(waiting), DatabaseTimeout)
     assert connection.connection is raw
-
-
-def test_a_request_that_comes_to_a_congested_line_is_refused_at_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A line whose first has waited ``CONGESTED_SECONDS`` takes no one more: those in it
-    keep their turn, a newcomer gets its timeout now rather than at its budget's end."""
-    from aimemory_site.db_deadline import DatabaseTimeout, database_budget
-
-    monkeypatch.setattr(db_spares, "CONGESTED_SECONDS", 0.0)
-    _in_thread(_connected)
-    db_spares.open_limit_set(db_spares.open_count(connection.alias) + 1)
-    holding, release = threading.Event(), threading.Event()
-
-    def hold() -> Any:
-        raw = _connected()
-        holding.set()
-        release.wait(10)
-        db_spares.connections_let_go()
-        return raw
-
-    def waiting() -> Any:
-        with database_budget(10.0):
-            return _connected()
-
-    def newcomer() -> BaseException | None:
-        try:
-            with database_budget(10.0):
-                _connected()
-        except DatabaseTimeout as exc:
-            return exc
-        return None
-
-    held: list[Any] = []
-    holder = threading.Thread(target=lambda: held.append(_in_thread(hold)))
-    holder.start()
-    assert holding.wait(10)
-    in_line: list[Any] = []
-    first = threading.Thread(target=lambda: in_line.append(_in_thread(waiting)))
-    first.start()
-    while db_spares.waiting_count(connection.alias) < 1:
-        first.join(0.01)  # on its way into the line
-
-    started = time.monotonic()
-    refused = _in_thread(newcomer)
-    refused_after = time.monotonic() - started
-    release.set()
-    holder.join(10)
-    first.join(10)
-
-    assert isinstance(refused, DatabaseTimeout)
-    assert refused_after < 5.0  # at once, not at the end of its 10 s budget
-    assert in_line == held  # the one in line was served, with the connection let go of
