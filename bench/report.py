@@ -512,7 +512,8 @@ def _waiting_section(waiting: dict[str, Any]) -> str:
 
 Measured by `python -m bench.waiting` (also part of `make bench`) at {waiting["measured_at"]}
 UTC. The server is `ai-memory serve` as a user starts it: gunicorn's gevent worker, in
-which a parked call is a greenlet that holds its connection and no database connection.
+which a parked call waits outside its request, holding its connection, the request as
+it came and a greenlet at the top of its stack, and no database connection.
 The parked pops and the slow clients come from a process of their own (`bench/crowd.py`:
 raw asyncio connections, its open-files limit raised), all from 127.0.0.1, which is one
 caller to an anonymous server: the server they park on runs with
