@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx
 import psycopg
 from psycopg import sql
 
@@ -137,6 +138,12 @@ def serving(
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+
+
+def client_from(source: str, **options: Any) -> httpx.Client:
+    """An httpx client whose connections come from ``source``, a loopback address: to an
+    anonymous server (its caps, its rate limit) each address is a caller of its own."""
+    return httpx.Client(transport=httpx.HTTPTransport(local_address=source), **options)
 
 
 @dataclass

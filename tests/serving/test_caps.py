@@ -28,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 
 from tests.conftest import SEND
-from tests.servers import RawConnection, serving
+from tests.servers import RawConnection, client_from, serving
 
 pytestmark = pytest.mark.slow
 
@@ -64,12 +64,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             session = {"workspace": "default", "project": project, "session_id": f"s-{project}"}
             httpx.post(f"{served.url}/api/v1/sessions", json=session).raise_for_status()
         yield served
-
-
-def _client(source: str) -> httpx.Client:
-    """A client whose connections come from ``source`` (a loopback address)."""
-    transport = httpx.HTTPTransport(local_address=source)
-    return httpx.Client(transport=transport, timeout=30)
 
 
 def _park(served: Served, count: int, source: str = "127.0.0.1") -> list[RawConnection]:
@@ -203,7 +197,7 @@ def test_another_caller_still_parks_until_the_host_is_full(
 ) -> None:
     # Answered with the caller's own when the test ends.
     caller_at_its_cap += _park(served, PER_HOST - PER_CALLER, source="127.0.0.2")
-    with _client("127.0.0.3") as third:
+    with client_from("127.0.0.3", timeout=30) as third:
 
         def pop() -> httpx.Response | None:
             answer = third.post(

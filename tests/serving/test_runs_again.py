@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import SEND
-from tests.servers import RawConnection, serving
+from tests.servers import RawConnection, client_from, serving
 
 pytestmark = pytest.mark.slow
 
@@ -39,8 +39,7 @@ def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 
 def _post(port: int, path: str, payload: dict[str, Any]) -> httpx.Response:
     """``payload`` POSTed from a fresh address: never refused by the rate limit."""
-    transport = httpx.HTTPTransport(local_address=next(_addresses))
-    with httpx.Client(transport=transport, timeout=30) as client:
+    with client_from(next(_addresses), timeout=30) as client:
         return client.post(f"http://127.0.0.1:{port}{path}", json=payload)
 
 
