@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import re
-import threading
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -72,7 +69,6 @@ from messaging.models import (
     PopRequest,
     pending_in_inbox_params,
 )
-from messaging.retention import housekeeping
 from projects.access import (
     Level,
     project_access,
@@ -82,8 +78,6 @@ from projects.access import (
 )
 from projects.models import Activity, AgentSession, Project, Workspace
 from projects.services import activity_new, activity_record, session_agent
-
-logger = logging.getLogger(__name__)
 
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
@@ -233,7 +227,6 @@ def message_send(
         _send_commit(principal, message, activities, from_session)
     message._state.adding = False
     message._state.db = DEFAULT_DB_ALIAS
-    _purge_now_and_then()
     return Sent(message)  # its to_project and from_project carry their workspaces already
 
 
@@ -630,9 +623,9 @@ def _pop_of_request(
 def retry_ids_purge() -> tuple[int, int]:
     """Forget send keys and pop request ids older than the retry window.
 
-    Returns (keys cleared, request ids deleted). Run by ``manage.py purge_retry_ids``,
-    by ``ai-memory serve`` at start and now and then after sends (in the background), so
-    it never adds to a messaging operation's latency.
+    Returns (keys cleared, request ids deleted). Run by ``manage.py purge_retry_ids``
+    and by the server's housekeeping (``messaging.housekeeping``), off every request's
+    path.
     """
     cutoff = timezone.now() - RETRY_WINDOW
     keys = Message.objects.filter(idempotency_key__isnull=False, created_at__lt=cutoff).update(
@@ -640,50 +633,6 @@ def retry_ids_purge() -> tuple[int, int]:
     )
     requests, _ = PopRequest.objects.filter(created_at__lt=cutoff).delete()
     return keys, requests
-
-
-# One purge in the background every this many sends per process, or after a send once
-# this many seconds have passed since the last, never two at once.
-PURGE_EVERY_SENDS = 1000
-PURGE_EVERY_SECONDS = 3600.0
-_purge_lock = threading.Lock()
-_sends_since_purge = 0
-_last_purge = time.monotonic()
-
-
-def _purge_now_and_then() -> None:
-    global _sends_since_purge, _last_purge
-    with _purge_lock:
-        _sends_since_purge += 1
-        if (
-            _sends_since_purge < PURGE_EVERY_SENDS
-            and time.monotonic() - _last_purge < PURGE_EVERY_SECONDS
-        ):
-            return
-        _sends_since_purge = 0
-        _last_purge = time.monotonic()
-    threading.Thread(target=_purge_in_background, name="retry-ids-purge", daemon=True).start()
-
-
-# Held by the purge that runs: a long one (a first retention purge of a big table) is not
-# joined by the next, which the sends meanwhile would start.
-_purge_running = threading.Lock()
-
-
-def _purge_in_background() -> None:
-    """The housekeeping of a server, off every request's path: retry ids past their window,
-    expired messages stored as such, and with ``AI_MEMORY_RETENTION_DAYS`` the finished
-    messages and handoffs older than that (``messaging.retention``)."""
-    if not _purge_running.acquire(blocking=False):
-        return
-    try:
-        retry_ids_purge()
-        housekeeping()
-    except Exception:
-        logger.exception("the background purge failed (will retry later)")
-    finally:
-        _purge_running.release()
-        connections.close_all()  # this thread's own connection
 
 
 # Where a claim's row and an activity row hold the values the claim fills in.

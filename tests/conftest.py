@@ -46,12 +46,7 @@ ThreadedWSGIServer.request_queue_size = 256
 
 @pytest.fixture(autouse=True)
 def _predictable_settings(settings: SettingsWrapper, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests never inherit a root token or defaults from the shell that runs them, and a
-    long run never has a send start the hourly background purge in the middle of a test
-    (the tests of the purge start it themselves)."""
-    from messaging import services
-
-    monkeypatch.setattr(services, "PURGE_EVERY_SECONDS", float("inf"))
+    """Tests never inherit a root token or defaults from the shell that runs them."""
     settings.AI_MEMORY_ROOT_TOKEN = ""
     settings.AI_MEMORY_ROOT_USERNAME = ""
     settings.AI_MEMORY_DEFAULT_WORKSPACE = "default"

@@ -39,13 +39,18 @@ def on_starting(server: Any) -> None:
 
 def post_worker_init(worker: Any) -> None:
     """In each worker, once the application is loaded: the bound on its database
-    connections, the cross-process wake transport, and SIGTERM answering every parked
-    call at once."""
+    connections, the cross-process wake transport, the housekeeping, and SIGTERM
+    answering every parked call at once."""
     from aimemory_site.lib import db_spares, wakeups
     from aimemory_site.lib.wake_transport import transport_install
 
     db_spares.open_limit_set(OPEN_CONNECTIONS_PER_WORKER)
     transport_install()
+    # The server's housekeeping (retry ids, expiry, retention), in a greenlet of its own:
+    # at start and every hour, never on a request's path.
+    from messaging.housekeeping import housekeeping_loop
+
+    gevent.spawn(housekeeping_loop, gevent.sleep)
     stop = signal.getsignal(signal.SIGTERM)
 
     def terminated(signum: int, frame: Any) -> None:

@@ -4,7 +4,6 @@ retries, and what a send says arrived."""
 from __future__ import annotations
 
 import json
-import threading
 from datetime import timedelta
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from messaging import services
+from messaging.housekeeping import HOUSEKEEPING_EVERY_SECONDS, housekeeping_loop
 from messaging.models import Message, PopRequest
 from messaging.notices import SECURITY_NOTICE
 from projects.models import Project
@@ -368,23 +367,29 @@ def test_old_keys_and_request_ids_are_purged_by_the_command(api: ApiCall) -> Non
     assert list(PopRequest.objects.values_list("request_id", flat=True)) == ["fresh-pop"]
 
 
-@pytest.mark.django_db(transaction=True)  # the purge runs on a thread of its own
-def test_sends_purge_old_keys_in_the_background_now_and_then(
+@pytest.mark.django_db(transaction=True)  # the housekeeping closes its own connections
+def test_the_servers_housekeeping_forgets_old_keys_and_sends_start_nothing(
     api: ApiCall, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     old = _send(api, idempotency_key="old")["message_id"]
     Message.objects.filter(pk=old).update(created_at=timezone.now() - timedelta(hours=25))
-    monkeypatch.setattr(services, "PURGE_EVERY_SENDS", 2)
-    monkeypatch.setattr(services, "_sends_since_purge", 0)
 
     _send(api)
-    assert Message.objects.get(pk=old).idempotency_key == "old"  # one send: not yet
-    _send(api)
-    for thread in threading.enumerate():
-        if thread.name == "retry-ids-purge":
-            thread.join(timeout=30)
+    assert Message.objects.get(pk=old).idempotency_key == "old"  # a send purges nothing
+    slept: list[float] = []
+
+    class _Stop(Exception):
+        pass
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        raise _Stop
+
+    with pytest.raises(_Stop):
+        housekeeping_loop(sleep)
 
     assert Message.objects.get(pk=old).idempotency_key is None
+    assert 0.9 * HOUSEKEEPING_EVERY_SECONDS <= slept[0] <= 1.1 * HOUSEKEEPING_EVERY_SECONDS
 
 
 def test_a_repeated_pop_over_mcp_answers_the_same(mcp: RawMcp, api: ApiCall) -> None:

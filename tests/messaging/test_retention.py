@@ -6,7 +6,6 @@ page. ``manage purge_messages --dry-run`` counts the same and changes nothing.""
 from __future__ import annotations
 
 import io
-import threading
 from datetime import timedelta
 from typing import Any
 
@@ -15,11 +14,10 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from messaging import services
+from messaging.housekeeping import housekeeping_run
 from messaging.models import Announcement, Message, PopRequest
 from messaging.retention import Purged, housekeeping, messages_expire, messages_purge
 from projects.models import AgentSession, Handoff, Page, Project
-from tests.messaging.conftest import ANON
 
 pytestmark = pytest.mark.django_db
 
@@ -255,25 +253,13 @@ def test_the_walk_steps_over_a_long_run_of_kept_rows(
     assert len(_bodies()) == 7
 
 
-@pytest.mark.django_db(transaction=True)  # the purge runs on a thread of its own
-def test_sends_run_the_retention_purge_in_the_background(
-    settings: SettingsWrapper, monkeypatch: pytest.MonkeyPatch, history: dict[str, set[str]]
+@pytest.mark.django_db(transaction=True)  # the housekeeping closes its own connections
+def test_the_servers_housekeeping_runs_the_retention_purge(
+    settings: SettingsWrapper, history: dict[str, set[str]]
 ) -> None:
     settings.AI_MEMORY_RETENTION_DAYS = 30
-    monkeypatch.setattr(services, "PURGE_EVERY_SENDS", 1)
-    monkeypatch.setattr(services, "_sends_since_purge", 0)
 
-    sent = services.message_send(
-        principal=ANON,
-        to_workspace="default",
-        to_project="project-b",
-        from_workspace="default",
-        from_project="project-a",
-        body="one more",
-    )
-    for thread in threading.enumerate():
-        if thread.name == "retry-ids-purge":
-            thread.join(timeout=30)
+    housekeeping_run()
 
-    assert _bodies() == history["staying"] | {sent.message.body}
+    assert _bodies() == history["staying"]
     assert _handoff_bodies() == history["handoffs_staying"]
