@@ -159,6 +159,9 @@ if AI_MEMORY_RETENTION_DAYS is not None and AI_MEMORY_RETENTION_DAYS < 0:
 # On an anonymous server the decision answer page is read-only unless this is set
 # (docs/reference.md#operator-decisions); a requires_root question is never answerable anonymously.
 AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS = env_bool("AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS")
+# The address people reach this server at (https://memory.example.com): answer links and
+# the answer page's URL in notifications need it (docs/reference.md#decisions-reach-the-person).
+AI_MEMORY_PUBLIC_URL = env_str("AI_MEMORY_PUBLIC_URL").rstrip("/")
 # "N/minute" per token (per address when anonymous); unset = off (docs/reference.md#limits-and-faults).
 AI_MEMORY_RATE_LIMIT = env_str("AI_MEMORY_RATE_LIMIT")
 # Seconds a served connection may go without a byte of its request arriving (or of its

@@ -11,13 +11,19 @@ that the service would refuse nor sends a reply the verdict would not accept. Bo
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from dataclasses import dataclass
 from typing import cast
 
 from django.conf import settings
 from django.db.models import Case, Value, When
 
-from aimemory_site.lib.decisions import Decision, DecisionReply, decision_reply_subject
+from aimemory_site.lib.decisions import (
+    Decision,
+    DecisionReply,
+    ReplyVia,
+    decision_reply_subject,
+)
 from aimemory_site.lib.errors import AppError, BadRequest, Code, Forbidden
 from aimemory_site.lib.principal import Principal
 from messaging.models import Message
@@ -44,6 +50,7 @@ class JudgedReply(DecisionReply):
 
     accepted: bool
     refusal: str | None  # one sentence saying why not; None when accepted
+    via: ReplyVia
 
 
 ROOT_REPLY_REFUSAL = (
@@ -53,20 +60,24 @@ ROOT_REPLY_REFUSAL = (
 
 
 def reply_verdict(
-    principal: Principal, sender: Project, recipient: Project, reply: DecisionReply | None
+    principal: Principal,
+    sender: Project,
+    recipient: Project,
+    reply: DecisionReply | None,
+    via: ReplyVia = "message",
 ) -> JudgedReply | None:
     """``reply``, sent by ``principal`` as ``sender`` to ``recipient``, judged once at
     send: accepted only when it answers a decision question that ``recipient`` sent to
     ``sender``, with an option the question offers, and, for a ``requires_root``
     question, from root. On an anonymous server the one principal counts as root here
     (the answer page is stricter: ``answer_refusal``). A refused reply is still an
-    ordinary message. None for a message that is no reply. One query for a reply.
-    Precondition: both projects come with their workspaces.
+    ordinary message. ``via`` records the route it came by (the caller's, never the
+    body's). None for a message that is no reply. One query for a reply. Precondition: both projects come with their workspaces.
     """
     if reply is None:
         return None
     refusal = _reply_refusal(principal, sender, recipient, reply)
-    return {**reply, "accepted": refusal is None, "refusal": refusal}
+    return {**reply, "accepted": refusal is None, "refusal": refusal, "via": via}
 
 
 def _reply_refusal(
@@ -117,6 +128,19 @@ def decision_of(question: Message) -> Decision:
     """Precondition: ``question.decision`` is set (a question, as parsed at send)."""
     assert question.decision is not None
     return cast(Decision, question.decision)
+
+
+def question_deadline(question: Message) -> datetime | None:
+    """The deadline the asker set on ``question`` (its ``expires_at`` then), or None.
+    Precondition: ``question.decision`` is set."""
+    if not decision_of(question).get("deadline"):
+        return None
+    return question.expires_at
+
+
+def question_fallback(question: Message) -> str | None:
+    """The option the server answers at the deadline (``on_deadline``), or None."""
+    return decision_of(question).get("on_deadline")
 
 
 def not_a_pending_decision(mailbox: Project, question_id: uuid.UUID) -> BadRequest:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 
-from aimemory_site.lib.decisions import decision_reply_subject, decision_reply_write
+from aimemory_site.lib.decisions import ReplyVia, decision_reply_subject, decision_reply_write
 from aimemory_site.lib.errors import BadRequest, Code, Conflict
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.text import text_invalid
@@ -38,6 +38,7 @@ def decision_answer(
     comment: str = "",
     again: bool = False,
     idempotency_key: str | None = None,
+    via: ReplyVia = "web",
 ) -> Sent:
     """Send ``principal``'s answer to question ``question_id`` in the inbox of the mailbox
     ``workspace/project``, or raise and send nothing.
@@ -50,7 +51,8 @@ def decision_answer(
     (Conflict), so that a second answer is always a choice. The same ``idempotency_key``
     (one per rendered form) answers the first reply again and sends nothing, so a
     double-submitted form is one answer. Calls ``message_send``, so it must not run inside
-    ``transaction.atomic``.
+    ``transaction.atomic``. ``via`` is the route the person answered by (the answer page,
+    an answer link, an elicitation).
     """
     mailbox = project_access(principal, workspace, project, need=Level.READ)
     question = decision_question(mailbox, question_id)
@@ -103,4 +105,5 @@ def decision_answer(
         body=decision_reply_write(str(question_id), option, comment),
         in_reply_to=str(question_id),
         idempotency_key=key,
+        reply_via=via,
     )

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from aimemory_site.lib.decisions import DECISION_FIELDS
 from aimemory_site.lib.timestamps import rfc3339
 from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
@@ -29,7 +30,16 @@ def decision_reply_payload(stored: dict[str, Any] | None) -> dict[str, Any] | No
         "comment": stored.get("comment", ""),
         "accepted": accepted,
         "refusal": None if accepted else stored.get("refusal") or UNJUDGED_REPLY_REFUSAL,
+        # Stored since the server records the route; a reply from before came as a send.
+        "via": stored.get("via") or "message",
     }
+
+
+def decision_payload(stored: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stored question in its fixed fields (its deadline shows as ``expires_at``)."""
+    if stored is None:
+        return None
+    return {field: stored.get(field) for field in DECISION_FIELDS}
 
 
 def message_payload(message: Message) -> dict[str, Any]:
@@ -55,7 +65,7 @@ def message_payload(message: Message) -> dict[str, Any]:
         "in_reply_to": str(message.in_reply_to) if message.in_reply_to else None,
         # Read from the subject and body at send (docs/reference.md#operator-decisions): untrusted text,
         # like the body.
-        "decision": message.decision,
+        "decision": decision_payload(message.decision),
         "decision_reply": decision_reply_payload(message.decision_reply),
         "body": message.body,
         "created_at": rfc3339(message.created_at),

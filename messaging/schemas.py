@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Literal
+
 from ninja import Field, Schema
 from pydantic import ConfigDict, StrictBool
 
@@ -97,6 +99,13 @@ class DecisionReplyOut(Schema):
         "and comes from root when the question requires root. Only accepted replies count."
     )
     refusal: str | None = Field(description="Why the reply is not accepted; null when it is.")
+    via: Literal["web", "link", "elicitation", "deadline", "message"] = Field(
+        description=(
+            "How the reply came, set by the server: the answer page (web), an answer link "
+            "(link), an MCP elicitation (elicitation), the deadline's fallback (deadline), "
+            "or any other send (message)."
+        )
+    )
 
 
 class MessageHeadOut(Schema):

@@ -12,7 +12,7 @@ import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -20,7 +20,14 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from aimemory_site.lib.decisions import decision_parse, decision_reply_parse
+from aimemory_site.lib.decisions import (
+    Decision,
+    ReplyVia,
+    deadline_resolve,
+    deadline_text,
+    decision_parse,
+    decision_reply_parse,
+)
 from aimemory_site.lib.errors import BadRequest, Code, Conflict
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.scrubbing import CleanText, scrubber_configured, text_clean
@@ -130,6 +137,7 @@ def message_send(
     in_reply_to: str | None = None,
     idempotency_key: str | None = None,
     expires_in_seconds: int | None = None,
+    reply_via: ReplyVia = "message",
 ) -> Sent:
     """Put a message in the recipient's inbox, or raise and write nothing.
 
@@ -148,7 +156,8 @@ def message_send(
     of its question, and one sent without ``in_reply_to`` the check of the question's id
     as its ``in_reply_to`` (linked when valid, silently not otherwise). The message expires
     ``expires_in_seconds`` after it is sent (default ``AI_MEMORY_MESSAGE_TTL``; None:
-    never). Nothing reads ``principal`` before the access query, which confirms an
+    never). A decision reply records ``reply_via``, the route it came by. Nothing reads
+    ``principal`` before the access query, which confirms an
     anonymous caller not yet confirmed (``principal_of(request, access_confirms=True)``).
     """
     reply_to = in_reply_to_parse(in_reply_to)
@@ -171,11 +180,15 @@ def message_send(
     if reply_to is None and reply is not None:
         reply_to = _question_link(sender, reply["question_id"])
     agent = session_agent(from_session)
-    admission_decide(MESSAGE_SEND, principal=principal, project=recipient, session=from_session)
     now = timezone.now()
+    decision = decision_parse(clean_subject.text, clean_body.text)
+    expires_at = None if expires_in is None else now + timedelta(seconds=expires_in)
+    if decision is not None:
+        expires_at = _decision_deadline(decision, now) or expires_at
+    admission_decide(MESSAGE_SEND, principal=principal, project=recipient, session=from_session)
     message = Message(
         created_at=now,
-        expires_at=None if expires_in is None else now + timedelta(seconds=expires_in),
+        expires_at=expires_at,
         to_project=recipient,
         from_project=sender,
         from_agent=agent,
@@ -184,9 +197,9 @@ def message_send(
         subject=clean_subject.text,
         body=clean_body.text,
         in_reply_to=reply_to,
-        decision=decision_parse(clean_subject.text, clean_body.text),
+        decision=decision,
         # Whether a decision reply counts is decided once, here, for every surface.
-        decision_reply=reply_verdict(principal, sender, recipient, reply),
+        decision_reply=reply_verdict(principal, sender, recipient, reply, reply_via),
         omitted_chars=clean_body.omitted,
         redactions=clean_body.redactions + clean_subject.redactions,
         idempotency_key=idempotency_key,
@@ -228,6 +241,33 @@ def message_send(
     message._state.adding = False
     message._state.db = DEFAULT_DB_ALIAS
     return Sent(message)  # its to_project and from_project carry their workspaces already
+
+
+def _decision_deadline(decision: Decision, sent_at: datetime) -> datetime | None:
+    """The deadline of a question sent at ``sent_at``, written into ``decision`` as an
+    RFC 3339 instant (docs/reference.md#deadlines), or None without one. A deadline that
+    does not parse or falls outside 60 s .. 30 days, or an ``on_deadline`` the question
+    does not offer or without a deadline, refuses the send (BadRequest)."""
+    written, fallback = decision.get("deadline"), decision.get("on_deadline")
+    if fallback is not None and fallback not in [option["id"] for option in decision["options"]]:
+        offered = ", ".join(option["id"] for option in decision["options"]) or "none"
+        raise BadRequest(
+            f"on_deadline {fallback[:60]!r} is not an option this question offers "
+            f"(offered: {offered}); nothing was sent",
+            code=Code.INVALID_DECISION,
+        )
+    if written is None:
+        if fallback is not None:
+            raise BadRequest(
+                "on_deadline needs a deadline; nothing was sent", code=Code.INVALID_DECISION
+            )
+        return None
+    try:
+        deadline = deadline_resolve(written, sent_at)
+    except ValueError as exc:
+        raise BadRequest(f"{exc}; nothing was sent", code=Code.INVALID_DECISION) from None
+    decision["deadline"] = deadline_text(deadline)
+    return deadline
 
 
 def _send_commit(

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, date, datetime, timedelta
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 import yaml
 
+from aimemory_site.lib.durations import duration_seconds
 from aimemory_site.lib.limits import MESSAGE_SUBJECT_MAX_CHARS
 
 QUESTION_PREFIX = "decision:"
@@ -56,12 +58,29 @@ class Decision(TypedDict):
     options: list[DecisionOption]
     details: str | None
     links: list[str]
+    # As the body wrote them; the send resolves the deadline to an RFC 3339 instant
+    # (``deadline_resolve``) and stores that instead.
+    deadline: NotRequired[str | None]
+    on_deadline: NotRequired[str | None]
+
+
+#: The fields of a question's JSON on every surface (docs/reference.md#operator-decisions);
+#: the deadline is told by the message's ``expires_at`` and the body.
+DECISION_FIELDS = ("question", "requires_root", "reply_project", "options", "details", "links")
 
 
 class DecisionReply(TypedDict):
     question_id: str
     option: str
     comment: str
+
+
+#: How an accepted answer came (docs/reference.md#decisions-reach-the-person), set by the
+#: server and never read from a body: the answer page, an answer link, an MCP
+#: elicitation, the deadline's fallback, or any other send.
+ReplyVia = Literal["web", "link", "elicitation", "deadline", "message"]
+#: The routes on which a person, not the model, chose (``decision wait --require-person``).
+PERSON_VIAS: frozenset[str] = frozenset({"web", "link", "elicitation"})
 
 
 class _Invalid(Exception):
@@ -211,6 +230,18 @@ def _links(value: object) -> list[str]:
     return links
 
 
+def _deadline_text(value: object) -> str | None:
+    """A deadline as written: YAML reads an unquoted timestamp as a datetime, which is
+    written back in RFC 3339 (a naive one is UTC, as YAML 1.1 says)."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()  # no time of day: the send refuses it, saying so
+    return _text(value)
+
+
 def decision_parse(subject: str | None, body: str) -> Decision | None:
     """The question a ``decision:`` message asks, or ``None`` for any other message."""
     if subject is None or not subject.strip().lower().startswith(QUESTION_PREFIX):
@@ -221,7 +252,7 @@ def decision_parse(subject: str | None, body: str) -> Decision | None:
             return None
         question = _text(fields.get("question"), required=True)
         assert question is not None
-        return {
+        decision: Decision = {
             "question": question,
             "requires_root": _flag(fields.get("requires_root")),
             "reply_project": _reply_project(fields.get("reply_project")),
@@ -229,6 +260,14 @@ def decision_parse(subject: str | None, body: str) -> Decision | None:
             "details": _text(fields.get("details")),
             "links": _links(fields.get("links")),
         }
+        # Present only when written, so a question without them keeps its six fields.
+        deadline = _deadline_text(fields.get("deadline"))
+        if deadline is not None:
+            decision["deadline"] = deadline
+        on_deadline = _text(fields.get("on_deadline"))
+        if on_deadline is not None:
+            decision["on_deadline"] = on_deadline
+        return decision
     except (_Invalid, AssertionError, TypeError, ValueError, RecursionError):
         return None
 
@@ -286,6 +325,44 @@ def decision_reply_parse(subject: str | None, body: str) -> DecisionReply | None
         return None
 
 
+#: A deadline comes at the earliest a minute after the send, at the latest 30 days.
+DEADLINE_MIN = timedelta(seconds=60)
+DEADLINE_MAX = timedelta(days=30)
+
+
+def deadline_resolve(text: str, sent_at: datetime) -> datetime:
+    """The instant a question's ``deadline`` names: an RFC 3339 time, or a duration
+    (``90s``, ``45m``, ``2h``, ``7d``, or seconds) counted from ``sent_at``. ValueError,
+    saying why, for anything else and for an instant outside 60 s .. 30 days after the
+    send."""
+    text = text.strip()
+    try:
+        deadline = sent_at + timedelta(seconds=duration_seconds(text))
+    except ValueError:
+        try:
+            deadline = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(
+                f"deadline {text[:40]!r} is neither an RFC 3339 time "
+                "(2026-12-07T10:00:00Z) nor a duration (90s, 45m, 2h, 7d)"
+            ) from None
+        if deadline.tzinfo is None:
+            raise ValueError(
+                f"deadline {text[:40]!r} names no time zone; write it in RFC 3339 "
+                "(2026-12-07T10:00:00Z)"
+            ) from None
+    if not DEADLINE_MIN <= deadline - sent_at <= DEADLINE_MAX:
+        raise ValueError(
+            f"deadline {text[:40]!r} must fall between 60 seconds and 30 days after the send"
+        )
+    return deadline
+
+
+def deadline_text(deadline: datetime) -> str:
+    """A deadline as messages say it: RFC 3339, UTC, whole seconds (``2026-12-07T10:00:00Z``)."""
+    return deadline.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 # --- writing ---------------------------------------------------------------------------
 
 
@@ -332,8 +409,11 @@ def decision_body_write(
     reply_project: str,
     details: str | None = None,
     links: Iterable[str] = (),
+    deadline: str | None = None,
+    on_deadline: str | None = None,
 ) -> str:
-    """The body of a question, in the product document's layout."""
+    """The body of a question, in the product document's layout. ``deadline`` goes as
+    written (a duration is counted from the send by the server)."""
     lines = [
         f"question: {_scalar(_one_line(question))}",
         f"requires_root: {'true' if requires_root else 'false'}",
@@ -355,6 +435,10 @@ def decision_body_write(
     if links:
         lines.append("links:")
         lines.extend(f"- {_scalar(link)}" for link in links)
+    if deadline:
+        lines.append(f"deadline: {_scalar(deadline.strip())}")
+    if on_deadline:
+        lines.append(f"on_deadline: {_scalar(on_deadline.strip())}")
     return "\n".join(lines)
 
 

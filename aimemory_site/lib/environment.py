@@ -121,6 +121,22 @@ ENVIRONMENT: tuple[EnvironmentVariable, ...] = (
         "off: the page is read-only",
     ),
     EnvironmentVariable(
+        "AI_MEMORY_PUBLIC_URL",
+        Reader.SERVER,
+        "the address people reach this server at (`https://memory.example.com`): answer "
+        "links and the answer page's URL in notifications and in `memory_decision_answer` "
+        "need it",
+        "unset: notifications carry no links",
+    ),
+    EnvironmentVariable(
+        "AI_MEMORY_NOTIFY_URLS",
+        Reader.SERVER,
+        "server-wide notification targets: Apprise URLs (`ntfy://`, `mailto://`, "
+        "`json://`, ...) separated by spaces or commas; they get every question with the "
+        "answer page's URL, never answer links",
+        "unset: only the users' own targets",
+    ),
+    EnvironmentVariable(
         "AI_MEMORY_ALLOWED_ORIGINS",
         Reader.SERVER,
         "browser origins besides the server's own that may call `/api/`, `/mcp` and "

@@ -68,6 +68,8 @@ class Code(enum.StrEnum):
     # Operator decisions: the answer page
     NOT_A_PENDING_DECISION = "not_a_pending_decision"
     UNKNOWN_OPTION = "unknown_option"
+    # A question whose deadline or on_deadline is not one the server can keep.
+    INVALID_DECISION = "invalid_decision"
     REPLY_PROJECT_NOT_FOUND = "reply_project_not_found"
     ROOT_REQUIRED = "root_required"
     ANONYMOUS_ANSWERS_OFF = "anonymous_answers_off"

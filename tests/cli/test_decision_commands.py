@@ -266,6 +266,7 @@ def test_a_question_round_trips_between_two_projects(cli: RunCli, repos: tuple[P
         "comment": "Accepting it.\nThe flake is written down.",
         "accepted": True,
         "refusal": None,
+        "via": "message",
     }
     assert waited.returncode == 0, waited.stderr
     assert waited.stdout == "accept\n"
@@ -421,6 +422,7 @@ def test_wait_takes_an_answer_from_the_web_answer_page(
         "comment": "Send it back:\nQA is not done.",
         "accepted": True,
         "refusal": None,
+        "via": "web",
     }
     assert pending_ids() == set()
 
@@ -527,6 +529,7 @@ def test_wait_json_prints_the_replys_decision_reply(cli: RunCli, repos: tuple[Pa
         "comment": "Not yet.",
         "accepted": True,
         "refusal": None,
+        "via": "message",
     }
     assert waited.stderr == ""
     assert pending_ids() == set()

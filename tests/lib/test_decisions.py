@@ -358,6 +358,7 @@ def test_a_question_lists_with_its_decision_and_a_popped_reply_carries_its_answe
         "comment": "Go: CI is green.\nThanks.",
         "accepted": True,
         "refusal": None,
+        "via": "message",
     }
 
 
@@ -473,6 +474,7 @@ def expected_replies(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "comment": comment,
             "accepted": accepted,
             "refusal": refusal,
+            "via": "message",
         }
         for kind, (option, comment, accepted, refusal) in verdicts.items()
     }
@@ -604,4 +606,5 @@ def test_a_reply_stored_before_replies_were_judged_is_not_accepted(
         "accepted": False,
         "refusal": "this reply was sent before the server checked who may answer, so it is "
         "not taken.",
+        "via": "message",
     }

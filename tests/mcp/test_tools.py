@@ -93,6 +93,7 @@ def test_a_decision_lists_with_its_fields_and_a_popped_reply_carries_its_answer(
         "comment": "Go: CI is green.",
         "accepted": True,
         "refusal": None,
+        "via": "message",
     }
 
 

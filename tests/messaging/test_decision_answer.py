@@ -116,6 +116,7 @@ def test_a_writer_on_both_projects_sends_the_reply_from_the_mailbox_to_the_asker
         "comment": "Accepting.\nThe flake is written down.",
         "accepted": True,
         "refusal": None,
+        "via": "web",
     }
     assert decision_reply_parse(stored.subject, stored.body) == {
         key: stored.decision_reply[key] for key in ("question_id", "option", "comment")

@@ -241,6 +241,7 @@ def test_the_reply_carries_in_reply_to_and_the_user_and_the_question_stays_pendi
         "comment": "one\ntwo",
         "accepted": True,
         "refusal": None,
+        "via": "web",
     }
     question.refresh_from_db()
     assert question.state == Message.State.PENDING
