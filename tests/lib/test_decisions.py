@@ -491,7 +491,7 @@ def test_the_server_decides_at_send_which_replies_are_accepted_as_rest_lists_the
     rows = {row["id"]: row["decision_reply"] for row in listed["messages"]}
     assert rows == expected_replies(answered)
     assert [list(reply) for reply in rows.values()] == [
-        ["question_id", "option", "comment", "accepted", "refusal"]
+        ["question_id", "option", "comment", "accepted", "refusal", "via"]
     ] * len(rows)
 
 
