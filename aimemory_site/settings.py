@@ -162,6 +162,8 @@ AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS = env_bool("AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS"
 # The address people reach this server at (https://memory.example.com): answer links and
 # the answer page's URL in notifications need it (docs/reference.md#decisions-reach-the-person).
 AI_MEMORY_PUBLIC_URL = env_str("AI_MEMORY_PUBLIC_URL").rstrip("/")
+# Server-wide notification targets, Apprise URLs (docs/reference.md#notifications).
+AI_MEMORY_NOTIFY_URLS = env_str("AI_MEMORY_NOTIFY_URLS")
 # "N/minute" per token (per address when anonymous); unset = off (docs/reference.md#limits-and-faults).
 AI_MEMORY_RATE_LIMIT = env_str("AI_MEMORY_RATE_LIMIT")
 # Seconds a served connection may go without a byte of its request arriving (or of its
@@ -194,10 +196,22 @@ INSTALLED_APPS = [
     "axes",
     # Only for its bundled Swagger UI: /api/v1/docs then needs no CDN.
     "ninja",
+    # Background work (docs/operating.md#background-work): the Tasks API and its database
+    # queue, which `ai-memory serve` works through in a process of its own.
+    "django_tasks",
+    "django_tasks_db",
     "projects",
     "messaging",
     "webui",
 ]
+
+# One queue in the database; a task runs after the commit that enqueued it.
+TASKS = {
+    "default": {
+        "BACKEND": "django_tasks_db.DatabaseBackend",
+        "QUEUES": ["default"],
+    }
+}
 
 MIDDLEWARE = [
     # First: every database wait of the request, in every middleware and view, shares one

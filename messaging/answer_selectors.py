@@ -11,12 +11,13 @@ that the service would refuse nor sends a reply the verdict would not accept. Bo
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from dataclasses import dataclass
+from datetime import datetime
 from typing import cast
 
 from django.conf import settings
-from django.db.models import Case, Value, When
+from django.contrib.auth.models import User
+from django.db.models import Case, OuterRef, Subquery, Value, When
 
 from aimemory_site.lib.decisions import (
     Decision,
@@ -27,7 +28,13 @@ from aimemory_site.lib.decisions import (
 from aimemory_site.lib.errors import AppError, BadRequest, Code, Forbidden
 from aimemory_site.lib.principal import Principal
 from messaging.models import Message
-from projects.access import Level, project_level, readable_projects
+from projects.access import (
+    Level,
+    project_access,
+    project_level,
+    project_level_of,
+    readable_projects,
+)
 from projects.models import Grant, Project
 
 # How many earlier answers the page lists (newest first); more is a sign of a loop, and
@@ -166,6 +173,20 @@ def decision_question(mailbox: Project, question_id: uuid.UUID) -> Message | Non
     )
 
 
+def decision_pending(
+    principal: Principal, workspace: str, project: str, question_id: uuid.UUID
+) -> tuple[Project, Message]:
+    """The mailbox ``workspace/project`` (with its workspace) and the pending decision
+    question ``question_id`` in its inbox, for ``principal`` to answer; raises NotFound
+    for a mailbox the caller may not read (as if missing) and BadRequest when the id
+    names no pending decision question there. Two queries."""
+    mailbox = project_access(principal, workspace, project, need=Level.READ)
+    question = decision_question(mailbox, question_id)
+    if question is None or not question.is_pending():
+        raise not_a_pending_decision(mailbox, question_id)
+    return mailbox, question
+
+
 def decision_replies(
     mailbox: Project, question_id: uuid.UUID, *, limit: int = EARLIER_ANSWERS_LIMIT
 ) -> list[Message]:
@@ -251,6 +272,27 @@ def answer_refusal(principal: Principal, mailbox: Project, question: Message) ->
     queries. Precondition: ``principal`` may read ``mailbox``; ``question`` is a question.
     """
     decision = decision_of(question)
+    refusal = _principal_refusal(principal, decision)
+    if refusal is not None:
+        return refusal
+    reply_project = decision["reply_project"]
+    target: Project | None = None
+    levels: dict[uuid.UUID, Level] = {}
+    if reply_project is not None:
+        workspace, name = _split(reply_project)
+        target = (
+            Project.objects.select_related("workspace")
+            .filter(workspace__name=workspace, name=name)
+            .first()
+        )
+        if target is not None:
+            levels = _levels(principal, [mailbox, target])
+    return _projects_refusal(decision, mailbox, question, target, levels)
+
+
+def _principal_refusal(principal: Principal, decision: Decision) -> AppError | None:
+    """The part of ``answer_refusal`` that asks no query: who the caller is (the
+    anonymous server, root)."""
     requires_root = decision["requires_root"]
     if principal.kind == "anonymous":
         if requires_root:
@@ -272,6 +314,19 @@ def answer_refusal(principal: Principal, mailbox: Project, question: Message) ->
             "AI_MEMORY_ROOT_USERNAME, may answer it.",
             code=Code.ROOT_REQUIRED,
         )
+    return None
+
+
+def _projects_refusal(
+    decision: Decision,
+    mailbox: Project,
+    question: Message,
+    target: Project | None,
+    levels: dict[uuid.UUID, Level],
+) -> AppError | None:
+    """The part of ``answer_refusal`` that reads the projects, given what it read:
+    ``target``, the project the question's ``reply_project`` names (None when none
+    does), and ``levels``, the caller's level on ``mailbox`` and on ``target`` by id."""
     reply_project = decision["reply_project"]
     if reply_project is None:
         return BadRequest(
@@ -279,13 +334,6 @@ def answer_refusal(principal: Principal, mailbox: Project, question: Message) ->
             "nowhere to go. Ask the asker to send it again with reply_project set.",
             code=Code.REPLY_PROJECT_NOT_FOUND,
         )
-    workspace, name = _split(reply_project)
-    target = (
-        Project.objects.select_related("workspace")
-        .filter(workspace__name=workspace, name=name)
-        .first()
-    )
-    levels = _levels(principal, [mailbox, target]) if target is not None else {}
     if target is None or levels[target.pk] == Level.NONE:
         return BadRequest(
             f"the question's reply_project {reply_project} was not found (no such project, "
@@ -314,6 +362,64 @@ def answer_refusal(principal: Principal, mailbox: Project, question: Message) ->
             code=Code.WRITE_ACCESS_REQUIRED,
         )
     return None
+
+
+def questions_waiting_on(principal: Principal) -> list[Message]:
+    """The pending decision questions a signed-in user may answer now, in every project
+    they may read (docs/reference.md#waiting-on-you): those ``answer_refusal`` would let
+    them answer, soonest deadline first, then those without one; oldest first within.
+
+    Each comes with both projects and their workspaces, without its body. Anyone but a
+    signed-in user waits on nothing: an empty list and no query. Otherwise one query,
+    however many questions: the questions with their projects and the user's grants on
+    both; ``answer_refusal``'s rule is then asked of each with what that query read.
+    """
+    user = principal.user
+    if user is None:
+        return []
+    questions = (
+        Message.objects.pending()
+        .filter(decision__isnull=False)
+        .select_related("to_project__workspace", "from_project__workspace")
+        .defer("body")
+    )
+    if not principal.sees_everything:
+        grants = Grant.objects.filter(user=user)
+        questions = questions.filter(
+            to_project__in=readable_projects(principal).values("pk")
+        ).annotate(
+            mailbox_grant=Subquery(
+                grants.filter(project=OuterRef("to_project")).values("level")[:1]
+            ),
+            asker_grant=Subquery(
+                grants.filter(project=OuterRef("from_project")).values("level")[:1]
+            ),
+        )
+    waiting: list[tuple[datetime | None, Message]] = []
+    for question in questions:
+        decision = decision_of(question)
+        if _principal_refusal(principal, decision) is not None:
+            continue
+        mailbox, asker = question.to_project, question.from_project
+        # An answer goes only to the project that asked (``answer_refusal``): when
+        # reply_project names any other, no project it names could make it answerable.
+        asker_name = f"{asker.workspace.name}/{asker.name}"
+        target = asker if decision["reply_project"] == asker_name else None
+        levels = {
+            mailbox.pk: project_level(principal, mailbox, getattr(question, "mailbox_grant", None)),
+            asker.pk: project_level(principal, asker, getattr(question, "asker_grant", None)),
+        }
+        if _projects_refusal(decision, mailbox, question, target, levels) is None:
+            waiting.append((question_deadline(question), question))
+    waiting.sort(
+        key=lambda entry: (
+            entry[0] is None,
+            entry[0] or entry[1].created_at,
+            entry[1].created_at,
+            entry[1].pk,
+        )
+    )
+    return [question for _, question in waiting]
 
 
 @dataclass(frozen=True)
@@ -399,4 +505,63 @@ def decision_page(
         earlier=earlier,
         earlier_capped=len(fetched) > EARLIER_ANSWERS_LIMIT,
         answered=answered,
+    )
+
+
+@dataclass(frozen=True)
+class AnswerLinkPage:
+    """What an answer link shows (docs/reference.md#answer-links): its question, the user
+    it answers as, and whether it may send now."""
+
+    question: Message  # with both projects and their workspaces
+    user: User
+    # Whether the user may still read the mailbox; when not, nothing of the question is
+    # shown, only that it is closed.
+    readable: bool
+    # The accepted answer the asker takes (``decision_answer_taken``), when there is one
+    # and the user may still answer.
+    answered: Message | None
+    may_send: bool  # pending, unanswered, and the user may answer it
+
+    @property
+    def decision(self) -> Decision:
+        return decision_of(self.question)
+
+    @property
+    def state(self) -> str:
+        """``open`` (it may send), ``answered`` or ``closed``."""
+        if self.may_send:
+            return "open"
+        return "answered" if self.answered is not None else "closed"
+
+
+def answer_link_page(question_id: uuid.UUID, user_id: int) -> AnswerLinkPage | None:
+    """The page of an answer link for question ``question_id`` as user ``user_id``; None
+    (the link is a 404) when either no longer exists.
+
+    The link may send only while the question is pending with no accepted answer from
+    its mailbox and the user may answer it (``answer_refusal``, asked as the user, whoever
+    holds the link). A user who lost read on the mailbox is shown that the question is
+    closed and nothing else; one who lost the right to answer, that it is closed; else a
+    question with an accepted answer shows it, whatever its state. At most six queries.
+    """
+    question = (
+        Message.objects.filter(pk=question_id, decision__isnull=False)
+        .select_related("to_project__workspace", "from_project__workspace")
+        .first()
+    )
+    user = User.objects.filter(pk=user_id).first()
+    if question is None or user is None:
+        return None
+    principal = Principal.for_user(user)
+    mailbox = question.to_project
+    readable = project_level_of(principal, mailbox) > Level.NONE
+    refusal = answer_refusal(principal, mailbox, question) if readable else None
+    answered = decision_answer_taken(mailbox, question.pk) if readable and refusal is None else None
+    return AnswerLinkPage(
+        question=question,
+        user=user,
+        readable=readable,
+        answered=answered,
+        may_send=readable and refusal is None and answered is None and question.is_pending(),
     )

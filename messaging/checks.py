@@ -38,3 +38,20 @@ def admission_config_check(app_configs: Any = None, **kwargs: Any) -> list[Check
             )
         ]
     return []
+
+
+@register()
+def notify_urls_check(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Every server-wide notification URL must parse; the error masks it."""
+    from messaging.notifications import notify_url_refusal, server_notify_urls
+
+    return [
+        Error(
+            f"AI_MEMORY_NOTIFY_URLS: target {index} (of the URLs separated by spaces or "
+            f"commas): {refusal}",
+            hint="Fix or remove it in AI_MEMORY_NOTIFY_URLS.",
+            id="messaging.E003",
+        )
+        for index, url in enumerate(server_notify_urls(), start=1)
+        if (refusal := notify_url_refusal(url)) is not None
+    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -279,3 +280,71 @@ class SessionWait(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id}: {self.token}"
+
+
+class NotificationTarget(models.Model):
+    """Where a person is told of a question (docs/reference.md#notifications): an Apprise
+    URL (``ntfy://``, ``mailto://``, ``json://``, ...). The URL is a credential: it is
+    shown masked, never in full, once saved."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification_targets"
+    )
+    url = models.TextField()
+    label = models.CharField(max_length=100, blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    # Failed attempts in a row; the fifth disables the target, saying why.
+    failures = models.PositiveIntegerField(default=0)
+    disabled_reason = models.CharField(max_length=500, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.label or self.pk}"
+
+
+class NotificationDelivery(models.Model):
+    """One notification of one event of a question to one target: made once (its
+    ``destination`` is unique per question and event), claimed before each attempt with
+    a guarded update, so no restart or second host sends it twice."""
+
+    class Event(models.TextChoices):
+        ARRIVAL = "arrival", "arrival"
+        REMINDER = "reminder", "reminder"
+        DEADLINE = "deadline", "deadline"
+
+    class State(models.TextChoices):
+        PENDING = "pending", "pending"
+        SENT = "sent", "sent"
+        FAILED = "failed", "failed"
+
+    id = models.BigAutoField(primary_key=True)
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="deliveries")
+    # A user's target; null for a server-wide one (AI_MEMORY_NOTIFY_URLS).
+    target = models.ForeignKey(
+        NotificationTarget, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    # ``target:<id>``, or ``server:<digest of the URL>`` for a server-wide target.
+    destination = models.CharField(max_length=80)
+    event = models.CharField(max_length=16, choices=Event.choices)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    # Set while an attempt is in flight; an attempt is made only by whoever set it.
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "notification deliveries"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["message", "event", "destination"], name="delivery_once_per_event"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(state__in=["pending", "sent", "failed"]),
+                name="delivery_state_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} of {self.message_id} to {self.destination}"

@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from aimemory_site.lib.sql import db_value, placeholders
-from messaging.models import Announcement, Message, PopRequest
+from messaging.models import Announcement, Message, NotificationDelivery, PopRequest
 from projects.handoff_services import handoffs_purge
 
 # Rows per write transaction: a few milliseconds of a write lock on either database.
@@ -169,8 +169,8 @@ def _finished_at(
 
 
 def _messages_delete(ids: list[uuid.UUID]) -> tuple[int, int]:
-    """Delete finished messages ``ids``, the pop request ids naming them and the record of
-    their announcements to sessions, in one short transaction: (messages, pop request ids). Raw, as Django's cascade would first read
+    """Delete finished messages ``ids``, the pop request ids naming them, the record of
+    their announcements to sessions and of their notifications, in one short transaction: (messages, pop request ids). Raw, as Django's cascade would first read
     every row, body and all, to look for what points at it."""
     table = Message._meta.db_table
     values = [db_value(Message, "id", pk) for pk in ids]
@@ -179,6 +179,7 @@ def _messages_delete(ids: list[uuid.UUID]) -> tuple[int, int]:
         # What sessions were told of them: the raw delete below runs no cascade, and the
         # database's key would refuse it (at the commit, on PostgreSQL).
         Announcement.objects.filter(message_id__in=ids).delete()
+        NotificationDelivery.objects.filter(message_id__in=ids).delete()
         with connection.cursor() as cursor:
             cursor.execute(
                 f"DELETE FROM {table} WHERE id IN ({placeholders(len(values))}) AND NOT state = %s",

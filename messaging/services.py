@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import re
 import uuid
 from collections.abc import Callable, Sequence
@@ -16,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -55,7 +56,7 @@ from aimemory_site.lib.wakeups import (
 )
 from messaging.admission import admission_decide, admission_observe
 from messaging.admission_config import MESSAGE_CANCEL, MESSAGE_POP, MESSAGE_SEND
-from messaging.answer_selectors import reply_verdict
+from messaging.answer_selectors import reply_accepted, reply_verdict
 from messaging.arguments import (
     expires_in_parse,
     idempotency_key_parse,
@@ -76,6 +77,7 @@ from messaging.models import (
     PopRequest,
     pending_in_inbox_params,
 )
+from messaging.register_services import decision_register_record
 from projects.access import (
     Level,
     project_access,
@@ -85,6 +87,8 @@ from projects.access import (
 )
 from projects.models import Activity, AgentSession, Project, Workspace
 from projects.services import activity_new, activity_record, session_agent
+
+logger = logging.getLogger(__name__)
 
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
@@ -156,7 +160,10 @@ def message_send(
     of its question, and one sent without ``in_reply_to`` the check of the question's id
     as its ``in_reply_to`` (linked when valid, silently not otherwise). The message expires
     ``expires_in_seconds`` after it is sent (default ``AI_MEMORY_MESSAGE_TTL``; None:
-    never). A decision reply records ``reply_via``, the route it came by. Nothing reads
+    never). A decision reply records ``reply_via``, the route it came by; an accepted one,
+    once committed, is recorded in the decisions register (``decision_register_record``:
+    its question's look-up and its page's create, a failure logged, never raised), which
+    no other send touches. Nothing reads
     ``principal`` before the access query, which confirms an
     anonymous caller not yet confirmed (``principal_of(request, access_confirms=True)``).
     """
@@ -240,7 +247,24 @@ def message_send(
         _send_commit(principal, message, activities, from_session)
     message._state.adding = False
     message._state.db = DEFAULT_DB_ALIAS
+    if reply_accepted(message):
+        # After the commit, off the send's statements (docs/reference.md#the-decisions-register).
+        decision_register_record(message, actor=actor)
+    if message.decision is not None:
+        _question_follow_up(message)
     return Sent(message)  # its to_project and from_project carry their workspaces already
+
+
+def _question_follow_up(question: Message) -> None:
+    """Queue what follows a question (docs/reference.md#notifications): its notifications
+    and deadline, in the background worker. A queue that fails to take them is logged;
+    the question is sent either way."""
+    from messaging.tasks import question_follow_up  # the tasks send too (the fallback)
+
+    try:
+        question_follow_up(question)
+    except DatabaseError:
+        logger.exception("the notifications of question %s were not queued", question.pk)
 
 
 def _decision_deadline(decision: Decision, sent_at: datetime) -> datetime | None:

@@ -9,9 +9,9 @@ from django.utils import timezone
 from aimemory_site.lib.errors import BadRequest, Code
 from aimemory_site.lib.limits import PAGE_BODY_MAX_CHARS
 from aimemory_site.lib.principal import Principal
-from aimemory_site.lib.scrubbing import text_clean
+from aimemory_site.lib.scrubbing import CleanText, text_clean
 from projects.access import Level, project_access
-from projects.models import Activity, AgentSession, Page
+from projects.models import Activity, AgentSession, Page, Project
 from projects.page_selectors import page_path_parse
 from projects.services import activity_record, session_agent
 
@@ -31,9 +31,7 @@ def page_write(
     Recent Activity records the write, never the body."""
     target = project_access(principal, workspace, project, need=Level.WRITE)
     path = page_path_parse(path)
-    if not body.strip():
-        raise BadRequest("body must not be empty", code=Code.EMPTY_BODY)
-    clean = text_clean(body, cap=PAGE_BODY_MAX_CHARS, label="page body")
+    clean = _body_clean(body)
     agent = session_agent(session)
     fields = {
         "body": clean.text,
@@ -60,3 +58,49 @@ def page_write(
             summary=f"page {path} {'created' if created else 'updated'}",
         )
     return path, created
+
+
+def page_create_once(
+    *, project: Project, path: str, body: str, actor: str, agent: str, user: str
+) -> bool:
+    """Create the page at ``path`` unless the project has one there; whether this call
+    created it. It never replaces a page: the unique ``(project, path)`` key decides, so
+    of racing creates exactly one writes, and a later one changes nothing. The body is
+    scrubbed and capped like ``page_write``'s; Recent Activity records a created page as
+    written by ``actor``, never its body.
+
+    The server's own write (the decisions register, docs/reference.md#the-decisions-register):
+    no caller's access is checked here, so the caller must have decided the page is due.
+    Its own transaction (a savepoint inside one): the page's insert and, when it
+    inserted, the activity row's.
+    """
+    path = page_path_parse(path)
+    clean = _body_clean(body)
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            Page.objects.create(
+                project=project,
+                path=path,
+                body=clean.text,
+                created_at=now,
+                updated_at=now,
+                updated_by_agent=agent,
+                updated_by_user=user,
+            )
+            activity_record(
+                project=project,
+                kind=Activity.Kind.PAGE_WRITTEN,
+                actor=actor,
+                summary=f"page {path} created",
+            )
+    except IntegrityError:
+        return False  # a page is there: the first write stays
+    return True
+
+
+def _body_clean(body: str) -> CleanText:
+    """A page body scrubbed and capped at 16,000 chars; an empty one is refused."""
+    if not body.strip():
+        raise BadRequest("body must not be empty", code=Code.EMPTY_BODY)
+    return text_clean(body, cap=PAGE_BODY_MAX_CHARS, label="page body")

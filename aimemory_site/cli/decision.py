@@ -14,10 +14,12 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 import urllib.parse
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from time import monotonic
 from typing import Any, TextIO
 
@@ -40,6 +42,13 @@ from aimemory_site.cli.scope import Scope
 from aimemory_site.lib.limits import LIST_LIMIT_MAX, MESSAGE_BODY_MAX_CHARS, WAIT_SECONDS_MAX
 
 WAIT_TIMEOUT_DEFAULT_SECONDS = 600.0
+# Seconds past a question's deadline that a wait still waits for the asker's fallback
+# answer, which the server sends within a second or so of it.
+FALLBACK_GRACE_SECONDS = 4.0
+# How often a wait that takes only a person's answer looks at the inbox.
+PERSON_LOOK_EVERY_SECONDS = 2.0
+# The exit status of a wait whose question reached its deadline unanswered.
+EXIT_EXPIRED = 3
 # A wait on a terminal says that it still waits this often.
 WAIT_PROGRESS_EVERY_SECONDS = 60.0
 # The server's code for an unknown project (aimemory_site.lib.errors.Code, which this
@@ -99,10 +108,12 @@ def question_options(options: Sequence[OptionArg], recommended: str | None) -> l
     ]
 
 
-def accepted_reply(message: Message, question_id: str) -> bool:
+def accepted_reply(message: Message, question_id: str, *, require_person: bool = False) -> bool:
     """Whether ``message`` is an answer to ``question_id`` that the server accepted at
-    send. Any other reply (a forged one, one that does not parse) is ordinary mail."""
-    from aimemory_site.lib.decisions import decision_reply_subject
+    send (with ``require_person``: one a person chose, on the answer page, through an
+    answer link or an elicitation). Any other reply (a forged one, one that does not
+    parse) is ordinary mail."""
+    from aimemory_site.lib.decisions import PERSON_VIAS, decision_reply_subject
 
     reply = message.get("decision_reply")
     return (
@@ -111,13 +122,19 @@ def accepted_reply(message: Message, question_id: str) -> bool:
         and reply.get("question_id") == question_id
         and isinstance(reply.get("option"), str)
         and reply.get("accepted") is True
+        and (not require_person or reply.get("via") in PERSON_VIAS)
     )
 
 
-def oldest_reply(messages: Sequence[Message], question_id: str) -> Message | None:
+def oldest_reply(
+    messages: Sequence[Message], question_id: str, *, require_person: bool = False
+) -> Message | None:
     """The oldest listed accepted answer to ``question_id``. ``messages`` is a listing, so
     it is oldest first."""
-    return next((m for m in messages if accepted_reply(m, question_id)), None)
+    return next(
+        (m for m in messages if accepted_reply(m, question_id, require_person=require_person)),
+        None,
+    )
 
 
 def server_wait_seconds(remaining: float) -> int:
@@ -184,6 +201,8 @@ def run_ask(args: argparse.Namespace) -> int:
         reply_project=asker.label,
         details=args.details,
         links=args.link,
+        deadline=args.deadline,
+        on_deadline=args.on_deadline,
     )
     if len(body) > MESSAGE_BODY_MAX_CHARS:
         # The server would cut it, and a cut question no longer parses.
@@ -305,22 +324,50 @@ def _pop(
 
 
 def _next_reply(
-    client: ApiClient, asker: Scope, question_id: str, wait_seconds: int
+    client: ApiClient,
+    asker: Scope,
+    question_id: str,
+    wait_seconds: int,
+    *,
+    require_person: bool = False,
 ) -> Message | None:
     """The next reply to ``question_id`` this wait claims, or None at the server's timeout.
 
     An accepted reply already pending is taken first, by its id, ahead of older replies
     the server refused, which stay in the inbox as ordinary mail. Otherwise the server
     waits for a reply (a pop of the question's replies, oldest first), which may be one it
-    refused: the caller says so and waits on.
+    refused: the caller says so and waits on. With ``require_person`` no reply but a
+    person's is claimed, so the rest stay pending for the asker to read: the pop by reply
+    cannot tell them apart, so the inbox is looked at again every
+    ``PERSON_LOOK_EVERY_SECONDS`` instead.
     """
-    pending = oldest_reply(_inbox(client, asker), question_id)
+    pending = oldest_reply(_inbox(client, asker), question_id, require_person=require_person)
     if pending is not None:
         popped = _pop(client, asker, {"message_id": pending["id"]})
         if popped is not None:
             return popped
         # Another reader of this inbox claimed it first: wait for the next.
+    if require_person:
+        time.sleep(min(wait_seconds, PERSON_LOOK_EVERY_SECONDS))
+        return None
     return _pop(client, asker, {"in_reply_to": question_id}, wait_seconds)
+
+
+def _question_expiry(client: ApiClient, asker: Scope, question_id: str) -> float | None:
+    """When the question expires (its deadline), as a ``time.time()``; None when it never
+    does or the asker cannot see it (the wait then ends only at its timeout)."""
+    path = f"{MESSAGES_PATH}/{urllib.parse.quote(question_id, safe='')}"
+    try:
+        status = client.get(path, {"workspace": asker.workspace, "project": asker.project})
+    except ClientError:
+        return None
+    expires_at = status.get("expires_at")
+    if not isinstance(expires_at, str):
+        return None
+    try:
+        return datetime.fromisoformat(expires_at).timestamp()
+    except ValueError:
+        return None
 
 
 def _cancel_question(client: ApiClient, asker: Scope, question_id: str) -> None:
@@ -343,14 +390,29 @@ def run_wait(args: argparse.Namespace) -> int:
     asker = current_scope(args.workspace, args.project)
     client = ApiClient.from_environment()
     deadline = monotonic() + args.timeout
+    # The question's own deadline: the asker's fallback, when it set one, arrives just
+    # after it; without one nothing will, and the wait ends (exit 3).
+    expiry = _question_expiry(client, asker, question_id)
     progress = WaitProgress(
         sys.stderr, f"ai-memory: waiting for the answer to decision {question_id}"
     )
     while True:
         now = monotonic()
         progress.tick(now, deadline - now)
-        popped = _next_reply(client, asker, question_id, server_wait_seconds(deadline - now))
-        if popped is not None and accepted_reply(popped, question_id):
+        remaining = deadline - now
+        past_expiry = expiry is not None and time.time() >= expiry + FALLBACK_GRACE_SECONDS
+        if expiry is not None and not past_expiry:
+            remaining = min(remaining, expiry + FALLBACK_GRACE_SECONDS - time.time())
+        popped = _next_reply(
+            client,
+            asker,
+            question_id,
+            0 if past_expiry else server_wait_seconds(remaining),
+            require_person=args.require_person,
+        )
+        if popped is not None and accepted_reply(
+            popped, question_id, require_person=args.require_person
+        ):
             _cancel_question(client, asker, question_id)
             taken: dict[str, Any] = popped["decision_reply"]
             if args.json:
@@ -370,6 +432,12 @@ def run_wait(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             continue
+        if past_expiry and expiry is not None:
+            when = datetime.fromtimestamp(expiry, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if args.json:
+                print_json({"expired": True, "deadline": when})
+            print(f"no answer by the deadline ({when})", file=sys.stderr)
+            return EXIT_EXPIRED
         if monotonic() >= deadline:
             raise CliError(
                 f"no answer to decision {question_id} in {asker.label}'s inbox "
@@ -450,6 +518,16 @@ def add_parser(subparsers: SubParsers) -> None:
     )
     ask.add_argument("--details", metavar="TEXT", help="context the operator needs")
     ask.add_argument(
+        "--deadline",
+        metavar="D",
+        help="when the question expires: RFC 3339 or a duration from the send (90m, 2h, 7d)",
+    )
+    ask.add_argument(
+        "--on-deadline",
+        metavar="ID",
+        help="the option the server answers at the deadline when nobody has",
+    )
+    ask.add_argument(
         "--link", action="append", default=[], metavar="URL", help="a link (repeatable)"
     )
     ask.add_argument(
@@ -500,8 +578,11 @@ def add_parser(subparsers: SubParsers) -> None:
             "and from root when the question requires root. Pops the accepted reply, "
             "cancels the question and prints the chosen option id alone on stdout, and the "
             "comment, when there is one, on stderr (--json: the reply's decision_reply "
-            "object). Exits 1 when no answer came within --timeout. Later answers stay in "
-            "the inbox as ordinary mail.",
+            "object, with its via). Exits 1 when no answer came within --timeout, and 3 "
+            "when the question reached its deadline unanswered (no fallback): 'no answer "
+            "by the deadline (<deadline>)' on stderr, and with --json "
+            '{"expired": true, "deadline": ...}. Later answers stay in the inbox as '
+            "ordinary mail.",
             "A reply that is not an answer stays in the inbox as ordinary mail while an "
             "accepted one is pending; one that arrives while it waits (a non-root answer to "
             "a requires_root question, say) is taken out with the wait, and said on stderr "
@@ -520,6 +601,12 @@ def add_parser(subparsers: SubParsers) -> None:
         default=WAIT_TIMEOUT_DEFAULT_SECONDS,
         metavar="S",
         help=f"give up after S seconds (default {WAIT_TIMEOUT_DEFAULT_SECONDS:g})",
+    )
+    wait.add_argument(
+        "--require-person",
+        action="store_true",
+        help="take only an answer a person chose (the answer page, an answer link, an "
+        "elicitation); other answers stay pending for you to read",
     )
     add_scope_flags(wait)
     wait.add_argument("--json", action="store_true", help="print the reply's decision_reply")

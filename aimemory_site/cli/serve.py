@@ -102,9 +102,10 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     server_boot_record()
-    from messaging.services import retry_ids_purge
+    from messaging.tasks import housekeeping_schedule
 
-    retry_ids_purge()
+    # The background worker runs it at once, and every hour after (messaging.tasks).
+    housekeeping_schedule()
     max_waits, _ = wait_caps.limits_from_environment(os.environ)
     open_files = open_files_raise()
     # A parked call holds its connection: a process may hold every wait of the host,
@@ -117,7 +118,10 @@ def run(args: argparse.Namespace) -> int:
         f"database {describe_database(settings.DATABASES['default'])}; "
         f"data dir {settings.DATA_DIR}; "
         f"waits: up to {min(max_waits, connections_per_worker)} parked calls "
-        f"(open files {open_files}); auth: {_auth_mode()}",
+        f"(open files {open_files}); auth: {_auth_mode()}"
+        + (
+            f"; public URL {settings.AI_MEMORY_PUBLIC_URL}" if settings.AI_MEMORY_PUBLIC_URL else ""
+        ),
         flush=True,
     )
 

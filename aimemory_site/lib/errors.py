@@ -74,6 +74,7 @@ class Code(enum.StrEnum):
     ROOT_REQUIRED = "root_required"
     ANONYMOUS_ANSWERS_OFF = "anonymous_answers_off"
     DECISION_ALREADY_ANSWERED = "decision_already_answered"
+    INVALID_REQUEST_STATE = "invalid_request_state"
 
 
 class AppError(Exception):

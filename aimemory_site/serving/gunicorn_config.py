@@ -5,8 +5,8 @@ gunicorn's master process loads this module and the worker class, and must not l
 Django: the gevent worker patches the standard library as it starts, and whatever was
 made before with the unpatched one (Django's per-thread connections, above all) would
 be shared by every greenlet. So the hooks import the application's modules when they
-run, in the worker, and the module itself imports only ``lib.wait_caps``, which needs no
-Django.
+run, in the worker, and the module itself imports only ``lib.wait_caps`` and
+``serving.task_worker`` (the background worker's keeper), which need no Django.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 import gevent
 
 from aimemory_site.lib import wait_caps
+from aimemory_site.serving.task_worker import TaskWorkerKeeper
 
 worker_class = "aimemory_site.serving.worker.Worker"
 #: Database connections a worker holds open at once (``lib.db_spares``): its greenlets
@@ -37,20 +38,28 @@ def on_starting(server: Any) -> None:
     wait_caps.counts_make(*wait_caps.limits_from_environment(os.environ))
 
 
+_task_worker = TaskWorkerKeeper()
+
+
+def when_ready(server: Any) -> None:
+    """In the master, once it listens: the background worker (``serving.task_worker``)."""
+    _task_worker.start()
+
+
+def on_exit(server: Any) -> None:
+    """In the master, as the server stops: the background worker stops too."""
+    _task_worker.stop()
+
+
 def post_worker_init(worker: Any) -> None:
     """In each worker, once the application is loaded: the bound on its database
-    connections, the cross-process wake transport, the housekeeping, and SIGTERM
-    answering every parked call at once."""
+    connections, the cross-process wake transport, and SIGTERM answering every parked
+    call at once."""
     from aimemory_site.lib import db_spares, wakeups
     from aimemory_site.lib.wake_transport import transport_install
 
     db_spares.open_limit_set(OPEN_CONNECTIONS_PER_WORKER)
     transport_install()
-    # The server's housekeeping (retry ids, expiry, retention), in a greenlet of its own:
-    # at start and every hour, never on a request's path.
-    from messaging.housekeeping import housekeeping_loop
-
-    gevent.spawn(housekeeping_loop, gevent.sleep)
     stop = signal.getsignal(signal.SIGTERM)
 
     def terminated(signum: int, frame: Any) -> None:

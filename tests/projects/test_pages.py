@@ -3,10 +3,16 @@ tools, and that a page is never mail nor mail a page."""
 
 from __future__ import annotations
 
-import pytest
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+from django.db import connection
+
+from aimemory_site.lib.errors import BadRequest
 from messaging.models import Message
 from projects.models import Activity, Page, Project
+from projects.page_services import page_create_once
 from tests.conftest import SEND, A, ApiCall, B
 from tests.mcp_raw import RawMcp
 
@@ -191,3 +197,57 @@ def test_mcp_list_refuses_a_prefix_longer_than_any_path(mcp: RawMcp, length: int
     text = mcp.tool_error("memory_list_pages", {**A, "prefix": "x" * length})
 
     assert text == _prefix_refusal(length)
+
+
+# The create-only path (the decisions register's: docs/reference.md#the-decisions-register)
+
+
+def _create_once(project: Project, body: str, path: str = "_decisions/q1") -> bool:
+    return page_create_once(
+        project=project, path=path, body=body, actor="alice (web)", agent="other", user="alice"
+    )
+
+
+def test_create_once_writes_a_new_page_and_records_it(project_a: Project) -> None:
+    assert _create_once(project_a, "first") is True
+
+    page = Page.objects.get()
+    assert (page.path, page.body, page.updated_by_user) == ("_decisions/q1", "first", "alice")
+    written = Activity.objects.get(kind=Activity.Kind.PAGE_WRITTEN)
+    assert (written.actor, written.summary) == ("alice (web)", "page _decisions/q1 created")
+
+
+def test_create_once_never_replaces_a_page(api: ApiCall, project_a: Project) -> None:
+    _write(api, "_decisions/q1", "written by hand")
+
+    assert _create_once(project_a, "the register's") is False
+
+    assert Page.objects.get().body == "written by hand"
+    assert Activity.objects.filter(kind=Activity.Kind.PAGE_WRITTEN).count() == 1
+
+
+def test_create_once_keeps_the_path_rule(project_a: Project) -> None:
+    with pytest.raises(BadRequest) as refused:
+        _create_once(project_a, "body", path="_decisions/../x")
+
+    assert refused.value.code == "invalid_page_path"
+    assert not Page.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_create_once_writes_leave_the_first(project_a: Project) -> None:
+    barrier = threading.Barrier(4)
+
+    def create(n: int) -> bool:
+        try:
+            barrier.wait()
+            return _create_once(project_a, f"body {n}")
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        created = list(pool.map(create, range(4)))
+
+    [winner] = [n for n in range(4) if created[n]]
+    assert Page.objects.get().body == f"body {winner}"
+    assert Activity.objects.filter(kind=Activity.Kind.PAGE_WRITTEN).count() == 1

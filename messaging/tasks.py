@@ -1,0 +1,195 @@
+"""The server's background work, on the Django Tasks API (docs/operating.md#background-work).
+
+Each task runs in the worker that ``ai-memory serve`` starts beside its web processes
+(``ai-memory manage db_worker`` runs one on its own, for a host of its own), never on a
+request's path, after the commit that enqueued it. The queue is a table: tasks outlive a
+restart, and any host's worker may take any of them. What a task does is idempotent or
+claimed (``messaging.notifications``), so a task run twice does nothing twice.
+
+- A question: its arrival told at once, a reminder at 80% of the way to its deadline,
+  and at the deadline the asker's fallback answer and the outcome told
+  (``question_follow_up``).
+- A notification that failed: tried again after 5, 15, 30 and 60 s.
+- The housekeeping (``messaging.housekeeping``): at start and every hour.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+from django_tasks import TaskContext, TaskResultStatus, task
+from django_tasks_db.models import DBTaskResult
+
+from aimemory_site.lib.decisions import (
+    deadline_text,
+    decision_reply_subject,
+    decision_reply_write,
+)
+from aimemory_site.lib.errors import AppError
+from aimemory_site.lib.principal import Principal
+from messaging.answer_selectors import (
+    decision_answer_taken,
+    decision_of,
+    question_deadline,
+    question_fallback,
+)
+from messaging.housekeeping import HOUSEKEEPING_EVERY_SECONDS, housekeeping_run
+from messaging.models import Message, NotificationDelivery
+from messaging.notifications import (
+    Attempted,
+    deliveries_attempt,
+    deliveries_make,
+    delivery_attempt,
+    question_of,
+)
+
+logger = logging.getLogger(__name__)
+
+Event = NotificationDelivery.Event
+
+#: Where between its sending and its deadline a question is told again.
+REMINDER_AT = 0.8
+
+
+def question_follow_up(question: Message) -> None:
+    """Enqueue what follows a question's send: its arrival told now and, with a deadline,
+    the reminder and the deadline's task. Precondition: ``question`` is a sent question
+    (``decision`` set); call after its commit."""
+    deadline = question_deadline(question)
+    with transaction.atomic():
+        question_arrived.enqueue(str(question.pk))
+        if deadline is not None:
+            remind_at = question.created_at + (deadline - question.created_at) * REMINDER_AT
+            question_remind.using(run_after=remind_at).enqueue(str(question.pk))
+            question_deadline_pass.using(run_after=deadline).enqueue(str(question.pk))
+
+
+def _retries_schedule(attempted: list[Attempted], outcome: str = "") -> None:
+    for done in attempted:
+        if done.retry_at is not None:
+            delivery_retry.using(run_after=done.retry_at).enqueue(done.delivery_id, outcome)
+
+
+def _tell(question: Message, event: str, outcome: str = "") -> None:
+    _retries_schedule(
+        deliveries_attempt(deliveries_make(question, event), outcome=outcome), outcome
+    )
+
+
+def _open_and_unanswered(question: Message, now: datetime) -> bool:
+    return question.state_at(now) == Message.State.PENDING and (
+        decision_answer_taken(question.to_project, question.pk) is None
+    )
+
+
+@task()
+def question_arrived(message_id: str) -> None:
+    """Tell everyone who may answer that question ``message_id`` arrived."""
+    question = question_of(message_id)
+    if question is not None:
+        _tell(question, Event.ARRIVAL)
+
+
+@task()
+def question_remind(message_id: str) -> None:
+    """Remind them, once, if question ``message_id`` is still open and unanswered."""
+    question = question_of(message_id)
+    if question is not None and _open_and_unanswered(question, timezone.now()):
+        _tell(question, Event.REMINDER)
+
+
+@task()
+def question_deadline_pass(message_id: str) -> None:
+    """Question ``message_id`` reached its deadline: unless an accepted answer exists,
+    send the asker's fallback answer (``on_deadline``) as the mailbox project, and tell
+    everyone what happened."""
+    question = question_of(message_id)
+    if question is None:
+        return
+    deadline = question_deadline(question)
+    if deadline is None or decision_answer_taken(question.to_project, question.pk):
+        return
+    _tell(question, Event.DEADLINE, deadline_fallback_send(question, deadline))
+
+
+def deadline_fallback_send(question: Message, deadline: datetime) -> str:
+    """Send ``question``'s fallback answer, if it names one, from its mailbox project to
+    the asker with ``via: deadline`` (once: its idempotency key is the question's); what
+    happened, in a sentence for the notification."""
+    when = deadline_text(deadline)
+    fallback = question_fallback(question)
+    if fallback is None:
+        return f"No answer by the deadline ({when}): the question expired unanswered."
+    from messaging.services import message_send  # messaging.services enqueues these tasks
+
+    decision = decision_of(question)
+    label = next((o["label"] for o in decision["options"] if o["id"] == fallback), fallback)
+    mailbox = question.to_project
+    reply_workspace, _, reply_project = (decision["reply_project"] or "").partition("/")
+    try:
+        message_send(
+            principal=Principal.root(),
+            to_workspace=reply_workspace,
+            to_project=reply_project,
+            from_workspace=mailbox.workspace.name,
+            from_project=mailbox.name,
+            subject=decision_reply_subject(str(question.pk)),
+            body=decision_reply_write(
+                str(question.pk),
+                fallback,
+                f"no answer by the deadline ({when}); the asker's fallback was taken.",
+            ),
+            in_reply_to=str(question.pk),
+            idempotency_key=f"deadline:{question.pk}",
+            reply_via="deadline",
+        )
+    except AppError as exc:
+        logger.warning("the deadline fallback of question %s was not sent: %s", question.pk, exc)
+        return (
+            f"No answer by the deadline ({when}); the asker's fallback {label} could not be "
+            f"sent: {exc}"
+        )
+    return (
+        f"No answer by the deadline ({when}): the asker's fallback {label} ({fallback}) was taken."
+    )
+
+
+@task()
+def delivery_retry(delivery_id: int, outcome: str = "") -> None:
+    """Attempt notification ``delivery_id`` again (``delivery_attempt`` claims it)."""
+    done = delivery_attempt(delivery_id, outcome=outcome)
+    _retries_schedule([done] if done is not None else [], outcome)
+
+
+@task(takes_context=True)
+def housekeeping(context: TaskContext) -> None:
+    """The housekeeping, then the next run in an hour (give or take a tenth); when hosts
+    started together queued two runs, the one that finds another queued ends the chain."""
+    housekeeping_run()
+    others = housekeeping_queued().exclude(id=context.task_result.id)
+    if not others.exists():
+        housekeeping.using(run_after=timezone.now() + _housekeeping_interval()).enqueue()
+
+
+def _housekeeping_interval() -> timedelta:
+    return timedelta(seconds=HOUSEKEEPING_EVERY_SECONDS * random.uniform(0.9, 1.1))
+
+
+def housekeeping_queued() -> QuerySet[DBTaskResult[Any, Any]]:
+    """The housekeeping runs queued and not started, due or not."""
+    return DBTaskResult.objects.filter(
+        task_path=housekeeping.module_path, status=TaskResultStatus.READY
+    )
+
+
+def housekeeping_schedule() -> None:
+    """Queue a housekeeping run now, unless one is due already (``ai-memory serve`` at
+    start: a server that was down an hour catches up at once)."""
+    if not DBTaskResult.objects.ready().filter(task_path=housekeeping.module_path).exists():
+        housekeeping.enqueue()
