@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from aimemory_site.lib.decisions import Decision
 from aimemory_site.lib.durations import MESSAGE_EXPIRY_MAX_SECONDS, MESSAGE_EXPIRY_MIN_SECONDS
+from aimemory_site.lib.errors import BadRequest
 from aimemory_site.lib.limits import (
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
@@ -23,10 +25,21 @@ from aimemory_site.lib.mcp_tool import (
     OWN_WORKSPACE,
     READS,
     WRITES,
+    InputRequired,
     Tool,
     ToolCall,
+    form_request,
     object_schema,
 )
+from messaging.answer_links import LINKS_NEED_PUBLIC_URL, answer_page_url
+from messaging.answer_selectors import decision_of, decision_pending
+from messaging.answer_services import (
+    answer_state_check,
+    answer_state_issue,
+    decision_answer_by_form,
+    decision_answerable,
+)
+from messaging.arguments import message_id_required
 from messaging.limits import BODY_MAX_CHARS
 from messaging.payloads import message_payload, pop_payload, send_payload, status_payload
 from messaging.selectors import BOXES, message_list, message_status
@@ -105,6 +118,108 @@ def status(call: ToolCall) -> dict[str, Any]:
         client_gone=call.client_gone,
     )
     return scope_annotate(status_payload(message), scope)
+
+
+# The one form memory_decision_answer asks for, by this key in inputRequests/inputResponses.
+ANSWER_FORM_KEY = "decision"
+
+
+def decision_answer(call: ToolCall) -> dict[str, Any] | InputRequired:
+    """docs/reference.md#memory_decision_answer: a form for the person, their answer sent
+    on the retry, or the answer page's URL for a client that cannot show a form."""
+    scope = scope_of_call(call)
+    scope_require_named(scope, "decision_answer")
+    question_id = message_id_required(call.required_text("question_id"))
+    where: dict[str, Any] = {
+        "workspace": scope.workspace,
+        "project": scope.project,
+        "question_id": question_id,
+    }
+    if call.request_state is not None or call.input_responses is not None:
+        return _form_answered(call, where)
+    if not call.can_elicit:
+        _, question = decision_pending(call.principal, **where)
+        url = answer_page_url(question)
+        where_to = (
+            f"at {url}"
+            if url
+            else f"on its answer page; {LINKS_NEED_PUBLIC_URL}: set it to get the URL here"
+        )
+        return {
+            "message_id": None,
+            "answer_page_url": url,
+            "note": "this client cannot show the person a form (MCP elicitation, revision "
+            f"2026-07-28), so nothing was sent; the person answers {where_to}.",
+        }
+    question = decision_answerable(principal=call.principal, **where)
+    state = answer_state_issue(principal=call.principal, **where)
+    form = form_request(*_answer_form(decision_of(question)))
+    return InputRequired(requests={ANSWER_FORM_KEY: form}, state=state)
+
+
+def _answer_form(decision: Decision) -> tuple[str, dict[str, Any]]:
+    """The form's message (the question, then its details) and its schema: the option,
+    required, the recommended one as default, and an optional comment."""
+    options = decision["options"]
+    option: dict[str, Any] = {
+        "type": "string",
+        "title": "Answer",
+        "oneOf": [{"const": choice["id"], "title": choice["label"]} for choice in options],
+    }
+    described = [f"{c['label']}: {c['description']}" for c in options if c["description"]]
+    if described:
+        option["description"] = "; ".join(described)
+    recommended = next((choice["id"] for choice in options if choice["recommended"]), None)
+    if recommended is not None:
+        option["default"] = recommended
+    comment = {"type": "string", "title": "Comment", "description": "Optional; sent with it."}
+    schema = {
+        "type": "object",
+        "properties": {"option": option, "comment": comment},
+        "required": ["option"],
+    }
+    message = decision["question"]
+    if decision["details"]:
+        message = f"{message}\n\n{decision['details']}"
+    return message, schema
+
+
+def _form_answered(call: ToolCall, where: dict[str, Any]) -> dict[str, Any]:
+    """The retry that carries the person's answer: sent on ``accept``, nothing otherwise."""
+    state = call.request_state
+    response = (call.input_responses or {}).get(ANSWER_FORM_KEY)
+    if state is None or response is None:
+        raise BadRequest(
+            "a retry of memory_decision_answer carries both the requestState and the "
+            f"person's answer (inputResponses.{ANSWER_FORM_KEY}); nothing was sent."
+        )
+    action = response.get("action")
+    if action in ("decline", "cancel"):
+        answer_state_check(state, principal=call.principal, **where)
+        said = "declined the form" if action == "decline" else "closed the form unanswered"
+        return {
+            "message_id": None,
+            "action": action,
+            "note": f"the person {said}; nothing was sent.",
+        }
+    if action != "accept":
+        raise BadRequest(
+            f"the form's answer has action {str(action)[:20]!r}, not accept, decline or "
+            "cancel; nothing was sent."
+        )
+    content = response.get("content")
+    fields = content if isinstance(content, dict) else {}
+    option, comment = fields.get("option"), fields.get("comment") or ""
+    if not isinstance(comment, str):
+        raise BadRequest("the form's comment must be text; nothing was sent.")
+    sent = decision_answer_by_form(
+        principal=call.principal,
+        **where,
+        state=state,
+        option=option if isinstance(option, str) else "",
+        comment=comment,
+    )
+    return {"message_id": str(sent.message.id), "decision_reply": sent.message.decision_reply}
 
 
 MESSAGING_TOOLS = (
@@ -232,5 +347,27 @@ MESSAGING_TOOLS = (
         ),
         handler=status,
         annotations=READS,
+    ),
+)
+
+# The operator-decision tool, listed after all the others.
+DECISION_TOOLS = (
+    Tool(
+        name="memory_decision_answer",
+        description=(
+            "Let your user answer a decision question in your inbox: their client shows a "
+            "form (you do not choose), and the answer is sent as you. A client without "
+            "forms gets the answer page's URL; nothing is sent."
+        ),
+        input_schema=object_schema(
+            {
+                "question_id": {"type": "string", "description": "The question's message id."},
+                "workspace": OWN_WORKSPACE,
+                "project": OWN_PROJECT,
+            },
+            "question_id",
+        ),
+        handler=decision_answer,
+        annotations=WRITES,
     ),
 )

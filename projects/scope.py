@@ -129,6 +129,11 @@ _REFUSALS = {
         "refusing to write a page in {ws}/{proj}: it was resolved by {source}, not named, so "
         "it may not be the project you are working in. Pass workspace and project."
     ),
+    "decision_answer": (
+        "refusing to answer a decision from {ws}/{proj}: it was resolved by {source}, not "
+        "named, so it may not be the mailbox that holds the question. Pass workspace and "
+        "project (the project whose inbox holds it)."
+    ),
     "send": (
         "refusing to send as {ws}/{proj}: it was resolved by {source}, not named, so it may "
         "not be the project you are working in. Pass from_workspace and from_project to name "
@@ -144,8 +149,8 @@ LIST_HINT = (
 
 
 def scope_require_named(scope: ResolvedScope, operation: str) -> None:
-    """Refuse ``operation`` ("pop", "cancel", "send", "handoff", "write_page") on an
-    inferred scope."""
+    """Refuse ``operation`` ("pop", "cancel", "send", "handoff", "write_page",
+    "decision_answer") on an inferred scope."""
     if scope.inferred:
         raise BadRequest(
             _REFUSALS[operation].format(

@@ -88,7 +88,8 @@ ERROR_CODES: dict[str, tuple[str, str]] = {
     "scope_incomplete": ("400", "only one of workspace and project was named"),
     "scope_not_named": (
         "400",
-        "MCP: pop, cancel, send, a handoff or a page write on a scope the server only inferred",
+        "MCP: pop, cancel, send, a handoff, a page write or a decision answer on a scope the "
+        "server only inferred",
     ),
     "empty_body": ("400", "a message, handoff or page without a body"),
     "invalid_box": ("400", '`box` other than "inbox" or "outbox"'),
@@ -113,6 +114,11 @@ ERROR_CODES: dict[str, tuple[str, str]] = {
     "page_not_found": ("404", "no page at that path"),
     "not_a_pending_decision": ("400", "answer page: the message is not a pending question"),
     "unknown_option": ("400", "answer page: the question offers no such option"),
+    "invalid_decision": (
+        "400",
+        "a question whose deadline is under 60 s or over 30 days away or does not parse, "
+        "or whose on_deadline it does not offer",
+    ),
     "reply_project_not_found": (
         "400",
         "answer page: the question's `reply_project` is missing, unknown or not the asker",
@@ -123,6 +129,11 @@ ERROR_CODES: dict[str, tuple[str, str]] = {
         "answer page: an anonymous server without `AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS=1`",
     ),
     "decision_already_answered": ("409", "answer page: the question already has an answer"),
+    "invalid_request_state": (
+        "400",
+        "MCP `memory_decision_answer`: a `requestState` altered, expired (10 minutes), "
+        "issued to another caller or for another question, or already used; nothing sent",
+    ),
 }
 
 

@@ -70,6 +70,12 @@ class ToolCall:
     session_id: str | None
     # Whether the caller has gone (the server's ``CLIENT_GONE``), for a waiting call.
     client_gone: Callable[[], bool] | None = None
+    # The 2026-07-28 multi-round trip: whether the client renders form elicitations, and
+    # on a retry what it answered (``inputResponses``, by request key) and the opaque
+    # ``requestState`` it echoed. Always false and None in the initialize era.
+    can_elicit: bool = False
+    input_responses: Mapping[str, Any] | None = None
+    request_state: str | None = None
 
     def text(self, name: str) -> str | None:
         value = self.arguments.get(name)
@@ -90,7 +96,27 @@ class ToolCall:
         return self.arguments.get(name) is True
 
 
-ToolHandler = Callable[[ToolCall], dict[str, Any]]
+@dataclass(frozen=True)
+class InputRequired:
+    """A handler's answer when the person must fill a form first: the client shows each
+    request, then calls the tool again with the same arguments, ``inputResponses`` (by
+    the same keys) and ``state`` echoed as ``requestState``. Only for a call whose
+    ``can_elicit`` is set."""
+
+    requests: Mapping[str, Mapping[str, Any]]
+    state: str
+
+
+def form_request(message: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """One form elicitation as an ``InputRequired`` request: ``message`` shown to the
+    person, ``schema`` a flat object schema of the fields they fill."""
+    return {
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": message, "requestedSchema": dict(schema)},
+    }
+
+
+ToolHandler = Callable[[ToolCall], dict[str, Any] | InputRequired]
 
 
 @dataclass(frozen=True)
@@ -139,8 +165,12 @@ class Tool:
         arguments: Any,
         session_id: str | None,
         client_gone: Callable[[], bool] | None = None,
+        can_elicit: bool = False,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
     ) -> dict[str, Any]:
-        """Check ``arguments``, run the handler and return the MCP tool result.
+        """Check ``arguments``, run the handler and return the MCP tool result, or the
+        ``input_required`` result of a handler that asks the person first.
 
         A refusal, business error or bad argument becomes an ``isError`` result whose text
         is the error message, so the agent reads what to do instead of a protocol failure.
@@ -153,10 +183,21 @@ class Tool:
                     arguments=checked,
                     session_id=session_id,
                     client_gone=client_gone,
+                    can_elicit=can_elicit,
+                    input_responses=input_responses,
+                    request_state=request_state,
                 )
             )
         except AppError as exc:
             return {"content": [{"type": "text", "text": exc.message}], "isError": True}
+        if isinstance(payload, InputRequired):
+            if not can_elicit:
+                raise ValueError(f"{self.name}: asked for input from a client that cannot give it")
+            return {
+                "resultType": "input_required",
+                "inputRequests": {key: dict(request) for key, request in payload.requests.items()},
+                "requestState": payload.state,
+            }
         return {
             "content": [{"type": "text", "text": json.dumps(payload, ensure_ascii=False)}],
             "structuredContent": payload,

@@ -49,7 +49,7 @@ from aimemory_site.mcp.protocol import (
     unsupported_version,
 )
 from aimemory_site.onstart.mcp_tools import ONSTART_TOOLS
-from messaging.mcp_tools import MESSAGING_TOOLS
+from messaging.mcp_tools import DECISION_TOOLS, MESSAGING_TOOLS
 from projects.mcp_tools import PROJECT_TOOLS
 
 logger = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ def _package_version() -> str:
 
 SERVER_INFO = {"name": "ai-memory", "version": _package_version()}
 TOOLS: dict[str, Tool] = {
-    tool.name: tool for tool in (*MESSAGING_TOOLS, *ONSTART_TOOLS, *PROJECT_TOOLS)
+    tool.name: tool for tool in (*MESSAGING_TOOLS, *ONSTART_TOOLS, *PROJECT_TOOLS, *DECISION_TOOLS)
 }
 
 # How the caller names its lifecycle-hook session (docs/reference.md#scope-resolution).
@@ -89,6 +89,7 @@ class Request:
     headers: Mapping[str, str]
     principal: Principal
     client_gone: Callable[[], bool] | None = None
+    era: Era = Era.HANDSHAKE
 
     def session_id(self) -> str | None:
         """The lifecycle-hook session the client named, header first."""
@@ -133,7 +134,7 @@ def handle_body(
     if request_id is None:
         return _notification_reply(headers)
     era = era_of(method, params, headers)
-    request = Request(request_id, method, params, headers, principal, client_gone)
+    request = Request(request_id, method, params, headers, principal, client_gone, era)
     try:
         result = _dispatch(era, request)
     except RpcError as error:
@@ -196,7 +197,9 @@ def _dispatch(era: Era, request: Request) -> dict[str, Any]:
         logger.exception("MCP %s failed", request.method)
         raise RpcError(INTERNAL_ERROR, "Internal error; the server log has the details") from None
     if era is Era.MODERN:
-        result["resultType"] = "complete"
+        # A tool that asks the person first has set "input_required"
+        # (docs/reference.md#memory_decision_answer).
+        result.setdefault("resultType", "complete")
         result["_meta"] = {SERVER_INFO_META: SERVER_INFO}
         if request.method in _CACHEABLE_METHODS:
             result["ttlMs"] = _LIST_TTL_MS
@@ -286,12 +289,42 @@ def _tools_call(request: Request) -> dict[str, Any]:
     if tool is None:
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {name}. See tools/list.")
     arguments = request.params.get("arguments")
+    modern = request.era is Era.MODERN
     return tool.call(
         principal=request.principal,
         arguments={} if arguments is None else arguments,
         session_id=request.session_id(),
         client_gone=request.client_gone,
+        can_elicit=modern and _can_elicit_forms(request.params),
+        input_responses=_input_responses(request.params) if modern else None,
+        request_state=_request_state(request.params) if modern else None,
     )
+
+
+def _can_elicit_forms(params: Mapping[str, Any]) -> bool:
+    """Whether the request's client capabilities offer form elicitation: ``elicitation``
+    declared with ``form``, or empty (which means form alone)."""
+    meta = params.get("_meta")
+    capabilities = meta.get(CLIENT_CAPABILITIES_META) if isinstance(meta, dict) else None
+    elicitation = capabilities.get("elicitation") if isinstance(capabilities, dict) else None
+    return isinstance(elicitation, dict) and (not elicitation or "form" in elicitation)
+
+
+def _input_responses(params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A retry's ``inputResponses``: an object of response objects, by request key."""
+    responses = params.get("inputResponses")
+    if responses is None:
+        return None
+    if not isinstance(responses, dict) or not all(isinstance(r, dict) for r in responses.values()):
+        raise RpcError(INVALID_PARAMS, "params.inputResponses must map request keys to objects")
+    return responses
+
+
+def _request_state(params: Mapping[str, Any]) -> str | None:
+    state = params.get("requestState")
+    if state is not None and not isinstance(state, str):
+        raise RpcError(INVALID_PARAMS, "params.requestState must be the string the server sent")
+    return state
 
 
 _Handler = Callable[[Request], dict[str, Any]]

