@@ -18,6 +18,7 @@ from typing import cast
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import Case, OuterRef, Subquery, Value, When
+from django.utils import timezone
 
 from aimemory_site.lib.decisions import (
     Decision,
@@ -526,6 +527,11 @@ class AnswerLinkPage:
     @property
     def decision(self) -> Decision:
         return decision_of(self.question)
+
+    @property
+    def question_state(self) -> str:
+        """The question's state now (``expired`` once its time passed, stored so or not)."""
+        return self.question.state_at(timezone.now())
 
     @property
     def state(self) -> str:

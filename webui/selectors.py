@@ -19,6 +19,7 @@ from django.urls import reverse
 
 from aimemory_site.lib.limits import LIST_LIMIT_MAX, PAGE_LIST_LIMIT
 from aimemory_site.lib.principal import Principal
+from messaging.answer_selectors import decision_of, question_deadline, questions_waiting_on
 from messaging.models import Message
 from messaging.payloads import decision_reply_payload
 from messaging.selectors import message_pending_count, pending_count_expression
@@ -101,18 +102,33 @@ class InboxSummary:
 
 
 @dataclass(frozen=True)
+class WaitingQuestion:
+    """A question on the home page's "Waiting on you" (docs/reference.md#waiting-on-you)."""
+
+    question: str  # the body's question, untrusted text, escaped like any
+    asker: ProjectName
+    mailbox: ProjectName
+    requires_root: bool
+    deadline: datetime | None
+    created_at: datetime
+    url: str  # its answer page
+
+
+@dataclass(frozen=True)
 class HomePage:
     workspaces: list[WorkspaceCards]
     summary: InboxSummary | None  # None when no message waits in any readable project
+    waiting: list[WaitingQuestion]  # empty for no question, and for anyone not signed in
 
 
 @dataclass(frozen=True)
 class HomeInbox:
-    """The live parts of the home page (docs/operating.md#the-web-mailbox): every card's badge and the
-    summary, without the activity the cards also show."""
+    """The live parts of the home page (docs/operating.md#the-web-mailbox): every card's badge, the
+    summary and "Waiting on you", without the activity the cards also show."""
 
     cards: list[InboxCard]  # in the home page's order
     summary: InboxSummary | None
+    waiting: list[WaitingQuestion]
 
 
 @dataclass(frozen=True)
@@ -207,9 +223,11 @@ def _readable_in_page_order(principal: Principal) -> QuerySet[Project]:
 
 
 def home_page(principal: Principal) -> HomePage:
-    """The viewer's project cards grouped by workspace, and the pending-mail summary.
+    """The viewer's project cards grouped by workspace, the pending-mail summary, and the
+    questions waiting on a signed-in viewer.
 
-    One query: the readable projects with their latest activity and pending count.
+    One query: the readable projects with their latest activity and pending count; for a
+    signed-in user one more, ``waiting_on_you``'s.
     """
     latest = Activity.objects.filter(project=OuterRef("pk")).order_by("-created_at", "-id")
     # Rows, not model instances: building a Project and a Workspace per card cost more
@@ -240,13 +258,16 @@ def home_page(principal: Principal) -> HomePage:
         WorkspaceCards(workspace=workspace, cards=list(group))
         for workspace, group in itertools.groupby(cards, key=lambda card: card["workspace"])
     ]
-    return HomePage(workspaces=workspaces, summary=_inbox_summary(cards))
+    return HomePage(
+        workspaces=workspaces, summary=_inbox_summary(cards), waiting=waiting_on_you(principal)
+    )
 
 
 def home_inbox(principal: Principal) -> HomeInbox:
-    """What ``home_page`` shows of pending mail: the same projects, counts and summary.
+    """What ``home_page`` shows of pending mail: the same projects, counts and summary,
+    and the same questions waiting on the viewer.
 
-    One query, the home page's without the latest activity.
+    The home page's queries, its first without the latest activity.
     """
     rows = (
         _readable_in_page_order(principal)
@@ -262,7 +283,31 @@ def home_inbox(principal: Principal) -> HomeInbox:
         )
         for workspace, name, pending in rows
     ]
-    return HomeInbox(cards=cards, summary=_inbox_summary(cards))
+    return HomeInbox(cards=cards, summary=_inbox_summary(cards), waiting=waiting_on_you(principal))
+
+
+def waiting_on_you(principal: Principal) -> list[WaitingQuestion]:
+    """The pending questions a signed-in viewer may answer, in every project, soonest
+    deadline first, then oldest (``questions_waiting_on``): one query, none for a viewer
+    who is not signed in."""
+    waiting = []
+    for question in questions_waiting_on(principal):
+        decision = decision_of(question)
+        mailbox = _name_of(question.to_project)
+        waiting.append(
+            WaitingQuestion(
+                question=decision["question"],
+                asker=_name_of(question.from_project),
+                mailbox=mailbox,
+                requires_root=decision["requires_root"],
+                deadline=question_deadline(question),
+                created_at=question.created_at,
+                url=reverse(
+                    "webui:decision", args=[mailbox.workspace, mailbox.project, question.pk]
+                ),
+            )
+        )
+    return waiting
 
 
 def _inbox_summary(cards: Sequence[InboxCard]) -> InboxSummary | None:

@@ -1,10 +1,11 @@
-"""The web mailbox under ``/web/``: read-only pages, and the decision answer page."""
+"""The web mailbox under ``/web/``: read-only pages, the decision answer page and the
+answer links."""
 
 from __future__ import annotations
 
 from django.urls import path
 
-from webui import decision_views, views
+from webui import decision_views, link_views, views
 
 app_name = "webui"
 
@@ -28,4 +29,6 @@ urlpatterns = [
         decision_views.decision_detail,
         name="decision",
     ),
+    # An answer link of a notification: GET shows it, only a POST answers.
+    path("web/a/<str:token>/", link_views.answer_link, name="answer-link"),
 ]

@@ -39,6 +39,7 @@ def test_the_home_fragment_is_the_pages_badges_and_summary(
     regions = live_regions(page(client, HOME_LIVE))
     assert regions == live_regions(page(client, "/web/"))
     assert list(regions) == [
+        "waiting",
         "inbox-summary",
         "default/project-a",
         "default/project-b",
@@ -141,7 +142,7 @@ def test_a_viewer_without_read_access_gets_what_a_missing_project_gives(
     assert "for alpha's readers" not in restricted.content.decode()
     home = page(client, HOME_LIVE)
     assert "alpha" not in home
-    assert list(live_regions(home)) == ["inbox-summary", "default/sender"]
+    assert list(live_regions(home)) == ["waiting", "inbox-summary", "default/sender"]
     assert text_of(home) == ""
     client.force_login(bob.user)
     assert "for alpha&#x27;s readers" in page(client, "/web/w/default/alpha/live/")

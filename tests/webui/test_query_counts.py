@@ -17,18 +17,19 @@ NumQueries = Callable[[int], AbstractContextManager[object]]
 # Anonymous server: is auth on (one EXISTS on tokens), then the readable projects with
 # their latest activity and pending counts.
 HOME_QUERIES_ANONYMOUS = 2
-# Logged-in user: the session and the user come first.
-HOME_QUERIES_USER = 4
+# Logged-in user: the session and the user come first, and "Waiting on you" last (the
+# pending questions with the user's grants on their projects, docs/reference.md#waiting-on-you).
+HOME_QUERIES_USER = 5
 # Anonymous server: is auth on, the project, five messages with their senders, the
 # pending count, the recent activity with counterparts, which of those are readable, and
 # the pages (no body).
 PROJECT_QUERIES_ANONYMOUS = 7
 PROJECT_QUERIES_USER = 9
-# The live regions (docs/operating.md#the-web-mailbox): the home's are its one query without the
-# latest activity; the Mailbox's are the project page's project, messages, count and
+# The live regions (docs/operating.md#the-web-mailbox): the home's are its queries, the first
+# without the latest activity; the Mailbox's are the project page's project, messages, count and
 # readable senders. A 304 costs the same: the digest is of the regions rendered.
 HOME_LIVE_QUERIES_ANONYMOUS = 2
-HOME_LIVE_QUERIES_USER = 4
+HOME_LIVE_QUERIES_USER = 5
 PROJECT_LIVE_QUERIES_ANONYMOUS = 5
 PROJECT_LIVE_QUERIES_USER = 7
 # A page: is auth on, then the page among the readable projects' pages (one query).
