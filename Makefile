@@ -53,6 +53,7 @@ fmt: $(STAMP)
 ## bench: measure and write docs/benchmarks.md (not part of CI)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.notifications
 
 ## docs: write the generated tables of docs/reference.md from the code
 docs: $(STAMP)

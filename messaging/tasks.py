@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import logging
 import random
-from typing import Any
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, date, datetime, timedelta
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal, NotRequired, TypedDict
 
 import yaml

@@ -10,6 +10,7 @@ again; when the server stops, it is stopped; if the master dies, the kernel stop
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import signal
 import subprocess
@@ -43,10 +44,9 @@ def task_worker_command() -> list[str]:
 
 def _stop_with_parent() -> None:
     """In the child, before it runs: the kernel sends it SIGTERM when its parent dies."""
-    try:
+    # Not on Linux: the worker is stopped by ``stop`` only.
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):  # not Linux: stopped by ``stop`` only
-        pass
 
 
 class TaskWorkerKeeper:
@@ -60,9 +60,7 @@ class TaskWorkerKeeper:
 
     def start(self) -> None:
         self._spawn()
-        self._watcher = threading.Thread(
-            target=self._watch, name="task-worker-keeper", daemon=True
-        )
+        self._watcher = threading.Thread(target=self._watch, name="task-worker-keeper", daemon=True)
         self._watcher.start()
 
     def _spawn(self) -> None:

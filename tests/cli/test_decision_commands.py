@@ -636,3 +636,77 @@ def test_wait_ignores_forged_replies_and_takes_the_accepted_one(
     # charlie's reply stays in the inbox as ordinary mail; the question is withdrawn.
     assert pending_ids() == (forged - {not_root_id, unknown_option_id}) | {not_root_again}
     assert Message.objects.get(id=question_id).state == Message.State.CANCELLED
+
+
+# ---- deadlines and provenance ----------------------------------------------------------------
+
+
+def _expire_now(question_id: str) -> str:
+    """Move the clock past the question's deadline; the deadline as the wait says it."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    passed = (timezone.now() - timedelta(seconds=30)).replace(microsecond=0)
+    Message.objects.filter(pk=question_id).update(expires_at=passed)
+    return passed.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ask_with_a_deadline_sets_the_questions_expiry(
+    cli: RunCli, repos: tuple[Path, Path]
+) -> None:
+    repo_a, _ = repos
+    asked = cli(*ASK_B, "--deadline", "2h", "--on-deadline", "reject", cwd=repo_a)
+
+    question = Message.objects.get(pk=ok(asked).strip())
+    assert question.expires_at is not None
+    assert question.decision is not None and question.decision["on_deadline"] == "reject"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ask_with_a_deadline_too_near_is_refused(cli: RunCli, repos: tuple[Path, Path]) -> None:
+    repo_a, _ = repos
+    refused = cli(*ASK_B, "--deadline", "10s", cwd=repo_a)
+
+    assert refused.returncode == 1
+    assert "between 60 seconds and 30 days" in refused.stderr
+    assert pending_ids() == set()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("as_json", [False, True])
+def test_wait_on_a_question_past_its_deadline_ends_at_once_with_exit_3(
+    cli: RunCli, repos: tuple[Path, Path], as_json: bool
+) -> None:
+    repo_a, _ = repos
+    question_id = ok(cli(*ASK_B, "--deadline", "2h", cwd=repo_a)).strip()
+    deadline = _expire_now(question_id)
+    started = time.monotonic()
+
+    waited = cli("decision", "wait", question_id, "--timeout", "60",
+                 *(["--json"] if as_json else []), cwd=repo_a)  # fmt: skip
+
+    assert time.monotonic() - started < 15
+    assert waited.returncode == 3
+    assert waited.stderr == f"no answer by the deadline ({deadline})\n"
+    if as_json:
+        assert json.loads(waited.stdout) == {"expired": True, "deadline": deadline}
+    else:
+        assert waited.stdout == ""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_wait_requiring_a_person_leaves_an_agents_answer_pending(
+    cli: RunCli, repos: tuple[Path, Path]
+) -> None:
+    repo_a, repo_b = repos
+    question_id = ok(cli(*ASK_B, cwd=repo_a)).strip()
+    reply_id = ok(cli("decision", "answer", question_id, "--option", "reject", cwd=repo_b)).strip()
+
+    waited = cli("decision", "wait", question_id, "--timeout", "3", "--require-person",
+                 cwd=repo_a)  # fmt: skip
+
+    assert waited.returncode == 1
+    assert "no answer to decision" in waited.stderr
+    assert Message.objects.get(pk=reply_id).state == "pending"
