@@ -196,13 +196,14 @@ INSTALLED_APPS = [
     "axes",
     # Only for its bundled Swagger UI: /api/v1/docs then needs no CDN.
     "ninja",
-    # Background work (docs/operating.md#background-work): the Tasks API and its database
-    # queue, which `ai-memory serve` works through in a process of its own.
-    "django_tasks",
-    "django_tasks_db",
     "projects",
     "messaging",
     "webui",
+    # Background work (docs/operating.md#background-work): the Tasks API and its database
+    # queue, which `ai-memory serve` works through in a process of its own. After
+    # messaging, whose db_worker command takes the place of the backend's.
+    "django_tasks",
+    "django_tasks_db",
 ]
 
 # One queue in the database; a task runs after the commit that enqueued it.

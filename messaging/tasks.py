@@ -8,7 +8,7 @@ claimed (``messaging.notifications``), so a task run twice does nothing twice.
 
 - A question: its arrival told at once, a reminder at 80% of the way to its deadline,
   and at the deadline the asker's fallback answer and the outcome told
-  (``question_follow_up``).
+  (``question_follow_up``, ``question_arrived``).
 - A notification that failed: tried again after 5, 15, 30 and 60 s.
 - The housekeeping (``messaging.housekeeping``): at start and every hour.
 """
@@ -58,16 +58,11 @@ REMINDER_AT = 0.8
 
 
 def question_follow_up(question: Message) -> None:
-    """Enqueue what follows a question's send: its arrival told now and, with a deadline,
-    the reminder and the deadline's task. Precondition: ``question`` is a sent question
-    (``decision`` set); call after its commit."""
-    deadline = question_deadline(question)
-    with transaction.atomic():
-        question_arrived.enqueue(str(question.pk))
-        if deadline is not None:
-            remind_at = question.created_at + (deadline - question.created_at) * REMINDER_AT
-            question_remind.using(run_after=remind_at).enqueue(str(question.pk))
-            question_deadline_pass.using(run_after=deadline).enqueue(str(question.pk))
+    """Enqueue what follows a question's send: one task, which tells of its arrival and
+    schedules its reminder and deadline (``question_arrived``), so the send pays for one
+    insert. Precondition: ``question`` is a sent question (``decision`` set); call after
+    its commit."""
+    question_arrived.enqueue(str(question.pk))
 
 
 def _retries_schedule(attempted: list[Attempted], outcome: str = "") -> None:
@@ -90,10 +85,19 @@ def _open_and_unanswered(question: Message, now: datetime) -> bool:
 
 @task()
 def question_arrived(message_id: str) -> None:
-    """Tell everyone who may answer that question ``message_id`` arrived."""
+    """Tell everyone who may answer that question ``message_id`` arrived, and with a
+    deadline schedule the reminder (at ``REMINDER_AT`` of the way) and the deadline's
+    task (each runs at once if its time has passed: it then finds what to do)."""
     question = question_of(message_id)
-    if question is not None:
-        _tell(question, Event.ARRIVAL)
+    if question is None:
+        return
+    deadline = question_deadline(question)
+    if deadline is not None:
+        remind_at = question.created_at + (deadline - question.created_at) * REMINDER_AT
+        with transaction.atomic():
+            question_remind.using(run_after=remind_at).enqueue(message_id)
+            question_deadline_pass.using(run_after=deadline).enqueue(message_id)
+    _tell(question, Event.ARRIVAL)
 
 
 @task()
