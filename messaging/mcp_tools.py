@@ -41,7 +41,13 @@ from messaging.answer_services import (
 )
 from messaging.arguments import message_id_required
 from messaging.limits import BODY_MAX_CHARS
-from messaging.payloads import message_payload, pop_payload, send_payload, status_payload
+from messaging.payloads import (
+    decision_reply_payload,
+    message_payload,
+    pop_payload,
+    send_payload,
+    status_payload,
+)
 from messaging.selectors import BOXES, message_list, message_status
 from messaging.services import message_cancel, message_pop, message_send
 from projects.scope import scope_annotate, scope_of_call, scope_require_named
@@ -219,7 +225,10 @@ def _form_answered(call: ToolCall, where: dict[str, Any]) -> dict[str, Any]:
         option=option if isinstance(option, str) else "",
         comment=comment,
     )
-    return {"message_id": str(sent.message.id), "decision_reply": sent.message.decision_reply}
+    return {
+        "message_id": str(sent.message.id),
+        "decision_reply": decision_reply_payload(sent.message.decision_reply),
+    }
 
 
 MESSAGING_TOOLS = (

@@ -48,7 +48,7 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 60
     raise AssertionError(f"{url} did not answer within {deadline_s}s")
 
 
-def children(pid: int) -> set[int]:
+def _child_processes(pid: int) -> set[int]:
     """The live child processes of ``pid``, read from /proc (psutil is not installed)."""
     found: set[int] = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -61,6 +61,24 @@ def children(pid: int) -> set[int]:
         if int(ppid) == pid and state != "Z":
             found.add(int(stat.parent.name))
     return found
+
+
+def _is_background_worker(pid: int) -> bool:
+    try:
+        return b"db_worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False  # the process ended while we looked
+
+
+def children(pid: int) -> set[int]:
+    """The live gunicorn workers of master ``pid``: its children but the background
+    worker that ``serve`` also starts (``background_workers``)."""
+    return {child for child in _child_processes(pid) if not _is_background_worker(child)}
+
+
+def background_workers(pid: int) -> set[int]:
+    """The background worker processes (``manage db_worker``) of master ``pid``."""
+    return {child for child in _child_processes(pid) if _is_background_worker(child)}
 
 
 def wait_for_workers(pid: int, count: int) -> None:

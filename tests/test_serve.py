@@ -17,6 +17,7 @@ import pytest
 
 from aimemory_site.lib.binding import is_loopback
 from tests.servers import (
+    background_workers,
     children,
     free_port,
     fresh_postgres_database,
@@ -50,6 +51,7 @@ def test_serve_answers_healthz_from_a_fresh_data_dir(tmp_path: Path) -> None:
         # file beside it.
         wait_for_workers(proc.pid, workers)
         assert len(children(proc.pid)) == workers
+        assert len(background_workers(proc.pid)) == 1  # beside them, the background worker
         assert (tmp_path / "data" / "ai-memory.sqlite3").exists()
         assert (tmp_path / "data" / "static" / "admin").is_dir()  # static files collected
     finally:
