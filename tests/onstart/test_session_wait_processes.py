@@ -41,8 +41,9 @@ def _held_connection(port: int) -> RawConnection:
 
 def _two_workers_connections(port: int, workers: set[int]) -> tuple[RawConnection, ...]:
     """Two kept connections held by different workers (the worker that holds fewest
-    takes the next connection, so this is the first pair but for a late wake-up)."""
-    for _ in range(10):
+    takes the next connection, so this is the first pair but for a late wake-up, or a
+    worker kept off the CPU a while: the background worker starts beside them)."""
+    for _ in range(50):
         pair = (_held_connection(port), _held_connection(port))
         holders = {serving_process(port, c.sock.getsockname()[1], workers) for c in pair}
         if len(holders) == 2 and None not in holders:
