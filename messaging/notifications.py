@@ -8,7 +8,7 @@ background worker (``messaging.tasks``), never in a request.
 
 Once per (question, event, target): ``deliveries_make`` inserts the rows with a unique
 constraint, and every attempt first claims its row with a guarded update
-(``delivery_claim``), the way a pop claims a message, so a second worker, host or run
+(``deliveries_claim``), the way a pop claims a message, so a second worker, host or run
 finds nothing to send. An attempt whose worker died before it recorded the outcome is
 not made again: the housekeeping marks it failed (``deliveries_abandon``), since the
 notification may have gone out.
@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING
 
 import apprise
 from django.conf import settings
-from django.db import connections
+from django.db import connection, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from aimemory_site.lib.decisions import deadline_text
 from aimemory_site.lib.principal import Principal
+from aimemory_site.lib.sql import db_value, placeholders
 from messaging import answer_links
 from messaging.answer_links import LINKS_NEED_PUBLIC_URL, answer_page_url
 from messaging.answer_selectors import (
@@ -289,15 +290,25 @@ def deliveries_make(question: Message, event: str) -> list[int]:
     )
 
 
-def delivery_claim(delivery_id: int, now: datetime) -> bool:
-    """Claim delivery ``delivery_id`` for one attempt: True for the one caller whose
-    guarded update found it pending and unclaimed."""
-    return (
-        NotificationDelivery.objects.filter(
-            pk=delivery_id, state=NotificationDelivery.State.PENDING, claimed_at__isnull=True
-        ).update(claimed_at=now, attempts=F("attempts") + 1)
-        == 1
-    )
+def deliveries_claim(delivery_ids: list[int], now: datetime) -> list[int]:
+    """Claim deliveries ``delivery_ids`` for one attempt each, in one guarded statement:
+    the ids this caller's ``UPDATE ... WHERE state = 'pending' AND claimed_at IS NULL``
+    changed (another worker's claim, or a delivery sent or failed already, is left out)."""
+    if not delivery_ids:
+        return []
+    table = NotificationDelivery._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET claimed_at = %s, attempts = attempts + 1 "
+            f"WHERE id IN ({placeholders(len(delivery_ids))}) AND state = %s "
+            "AND claimed_at IS NULL RETURNING id",
+            [
+                db_value(NotificationDelivery, "claimed_at", now),
+                *delivery_ids,
+                NotificationDelivery.State.PENDING,
+            ],
+        )
+        return [row[0] for row in cursor.fetchall()]
 
 
 @dataclass(frozen=True)
@@ -310,28 +321,56 @@ class Attempted:
 
 
 def delivery_attempt(delivery_id: int, *, outcome: str = "") -> Attempted | None:
-    """Make one attempt at delivery ``delivery_id``, if this caller claims it (None
-    otherwise), and record what came of it: sent; or failed, with the target's run of
-    failures counted (the fifth disables it, saying why) and, while attempts remain and
-    the target is enabled, a retry due after ``RETRY_DELAYS``. ``outcome`` opens a
-    deadline's notification. Must not run inside ``transaction.atomic``: the claim must
-    commit before the service is called."""
-    now = timezone.now()
-    if not delivery_claim(delivery_id, now):
-        return None
-    delivery = NotificationDelivery.objects.select_related(
-        "target__user",
-        "message__to_project__workspace",
-        "message__from_project__workspace",
-    ).get(pk=delivery_id)
-    destination = _destination_of(delivery)
-    if destination is None:
-        return _delivery_record(delivery, "the server-wide target is no longer configured")
-    title, body = notification_compose(
-        delivery.message, delivery.event, destination.user, outcome=outcome
+    """``deliveries_attempt`` of one delivery: what came of it, or None when this caller
+    did not claim it."""
+    done = deliveries_attempt([delivery_id], outcome=outcome)
+    return done[0] if done else None
+
+
+def deliveries_attempt(delivery_ids: list[int], *, outcome: str = "") -> list[Attempted]:
+    """Make one attempt at each of ``delivery_ids`` that this caller claims, and record
+    what came of each: sent; or failed, with the target's run of failures counted (the
+    fifth disables it, saying why) and, while attempts remain and the target is enabled,
+    a retry due after ``RETRY_DELAYS``. ``outcome`` opens a deadline's notification.
+
+    The services are called at once, ``PARALLEL_ATTEMPTS`` at a time, so a slow or failing
+    target holds up no other; the database sees three writes however many targets: the
+    claim, then the outcomes in one transaction (on SQLite every write waits for the one
+    before it, a send's too). Must not run inside ``transaction.atomic``: the claim must
+    commit before any service is called."""
+    claimed = deliveries_claim(delivery_ids, timezone.now())
+    deliveries = list(
+        NotificationDelivery.objects.select_related(
+            "target__user",
+            "message__to_project__workspace",
+            "message__from_project__workspace",
+        ).filter(pk__in=claimed)
     )
-    error = apprise_send(destination.url, title, body)
-    return _delivery_record(delivery, error)
+    if not deliveries:
+        return []
+
+    def attempt(delivery: NotificationDelivery) -> str | None:
+        try:
+            destination = _destination_of(delivery)
+            if destination is None:
+                return "the server-wide target is no longer configured"
+            title, body = notification_compose(
+                delivery.message, delivery.event, destination.user, outcome=outcome
+            )
+            return apprise_send(destination.url, title, body)
+        except Exception:
+            logger.exception("notification delivery %s failed unexpectedly", delivery.pk)
+            return "the server failed to make this notification (see its log)"
+        finally:
+            connections.close_all()  # this thread's, if composing read anything
+
+    with ThreadPoolExecutor(min(PARALLEL_ATTEMPTS, len(deliveries))) as pool:
+        errors = list(pool.map(attempt, deliveries))
+    with transaction.atomic():
+        return [
+            _delivery_record(delivery, error)
+            for delivery, error in zip(deliveries, errors, strict=True)
+        ]
 
 
 def _destination_of(delivery: NotificationDelivery) -> Destination | None:
@@ -346,12 +385,14 @@ def _destination_of(delivery: NotificationDelivery) -> Destination | None:
 
 
 def _delivery_record(delivery: NotificationDelivery, error: str | None) -> Attempted:
+    """Record one attempt's outcome. Must run inside ``transaction.atomic`` (with the
+    others of its batch)."""
     now = timezone.now()
     rows = NotificationDelivery.objects.filter(pk=delivery.pk)
     target = delivery.target
     if error is None:
         rows.update(state=NotificationDelivery.State.SENT, sent_at=now, last_error="")
-        if target is not None:
+        if target is not None and target.failures:
             NotificationTarget.objects.filter(pk=target.pk).update(failures=0)
         return Attempted(delivery.pk, NotificationDelivery.State.SENT)
     still_enabled = True
@@ -374,26 +415,6 @@ def target_disable_if_failing(target_id: int, error: str) -> bool:
         pk=target_id, enabled=True, failures__gte=FAILURES_THAT_DISABLE
     ).update(enabled=False, disabled_reason=reason[:500])
     return not NotificationTarget.objects.filter(pk=target_id, enabled=True).exists()
-
-
-def deliveries_attempt(delivery_ids: list[int], *, outcome: str = "") -> list[Attempted]:
-    """Attempt every delivery of ``delivery_ids`` at once, ``PARALLEL_ATTEMPTS`` at a
-    time, so a slow or failing target holds up no other; each thread gives its database
-    connection back."""
-
-    def attempt(delivery_id: int) -> Attempted | None:
-        try:
-            return delivery_attempt(delivery_id, outcome=outcome)
-        except Exception:
-            logger.exception("notification delivery %s failed unexpectedly", delivery_id)
-            return None
-        finally:
-            connections.close_all()
-
-    if not delivery_ids:
-        return []
-    with ThreadPoolExecutor(min(PARALLEL_ATTEMPTS, len(delivery_ids))) as pool:
-        return [done for done in pool.map(attempt, delivery_ids) if done is not None]
 
 
 def deliveries_abandon(now: datetime | None = None) -> int:
