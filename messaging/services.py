@@ -230,7 +230,7 @@ def message_send(
         ),
     ]
     try:
-        _send_commit(principal, message, activities, from_session)
+        queued = _send_commit(principal, message, activities, from_session)
     except IntegrityError:
         if idempotency_key is None:
             raise
@@ -244,21 +244,21 @@ def message_send(
             idempotency_key=idempotency_key,
             idempotency_principal=principal.key,
         ).update(idempotency_key=None, idempotency_principal=None)
-        _send_commit(principal, message, activities, from_session)
+        queued = _send_commit(principal, message, activities, from_session)
     message._state.adding = False
     message._state.db = DEFAULT_DB_ALIAS
     if reply_accepted(message):
         # After the commit, off the send's statements (docs/reference.md#the-decisions-register).
         decision_register_record(message, actor=actor)
-    if message.decision is not None:
+    if message.decision is not None and not queued:
         _question_follow_up(message)
     return Sent(message)  # its to_project and from_project carry their workspaces already
 
 
 def _question_follow_up(question: Message) -> None:
-    """Queue what follows a question (docs/reference.md#notifications): its notifications
-    and deadline, in the background worker. A queue that fails to take them is logged;
-    the question is sent either way."""
+    """Queue what follows a question that has committed (docs/reference.md#notifications):
+    its notifications and deadline, in the background worker. A queue that fails to take
+    them is logged; the question is sent either way."""
     from messaging.tasks import question_follow_up  # the tasks send too (the fallback)
 
     try:
@@ -299,7 +299,15 @@ def _send_commit(
     message: Message,
     activities: list[Activity],
     session: AgentSession | None,
-) -> None:
+) -> bool:
+    """Commit the send's statements; whether a question's task was queued with them.
+
+    Inside a transaction (always on SQLite) a question's task is queued in the send's own
+    transaction: one commit instead of two on the one writer line, and the task exists if
+    and only if the question does. On PostgreSQL the send is one implicit transaction,
+    and the caller queues the task after it (``_question_follow_up``)."""
+    from messaging.tasks import question_follow_up  # the tasks send too (the fallback)
+
     recipient = message.to_project
     # Built before the transaction: on SQLite every writer waits for the one before it
     # to commit, so nothing but the statements themselves belongs inside.
@@ -312,9 +320,13 @@ def _send_commit(
                 "pending. Retry after its agents pop some, or cancel messages you sent there.",
                 code=Code.INBOX_FULL,
             )
+        queued = message.decision is not None and connection.in_atomic_block
+        if queued:
+            question_follow_up(message)
         admission_observe(MESSAGE_SEND, principal=principal, project=recipient, session=session)
     if heard:
         wake_publish([inbox_topic(recipient.pk)])
+    return queued
 
 
 def _write_block(*, one_query: bool) -> contextlib.AbstractContextManager[Any]:

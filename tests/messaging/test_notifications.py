@@ -252,3 +252,20 @@ def _queued(task_name: str) -> list[Any]:
     return list(
         DBTaskResult.objects.filter(task_path=f"messaging.tasks.{task_name}", status="READY")
     )
+
+
+def test_a_question_queues_one_task_and_a_plain_message_none(projects: Project) -> None:
+    message_send(
+        principal=ROOT,
+        to_workspace="default",
+        to_project="operator",
+        from_workspace="default",
+        from_project="orchestrator",
+        body="Please add an endpoint.",
+    )
+    assert _queued("question_arrived") == []
+
+    question = ask(deadline="2h")
+
+    [task] = _queued("question_arrived")
+    assert task.args_kwargs == {"args": [str(question.pk)], "kwargs": {}}
