@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import re
 import uuid
 from collections.abc import Callable, Sequence
@@ -17,9 +16,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
 
 from aimemory_site.lib.decisions import (
     Decision,
@@ -78,6 +78,7 @@ from messaging.models import (
     pending_in_inbox_params,
 )
 from messaging.register_services import decision_register_record
+from messaging.tasks import question_task_row
 from projects.access import (
     Level,
     project_access,
@@ -87,8 +88,6 @@ from projects.access import (
 )
 from projects.models import Activity, AgentSession, Project, Workspace
 from projects.services import activity_new, activity_record, session_agent
-
-logger = logging.getLogger(__name__)
 
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
@@ -230,7 +229,7 @@ def message_send(
         ),
     ]
     try:
-        queued = _send_commit(principal, message, activities, from_session)
+        _send_commit(principal, message, activities, from_session)
     except IntegrityError:
         if idempotency_key is None:
             raise
@@ -244,27 +243,13 @@ def message_send(
             idempotency_key=idempotency_key,
             idempotency_principal=principal.key,
         ).update(idempotency_key=None, idempotency_principal=None)
-        queued = _send_commit(principal, message, activities, from_session)
+        _send_commit(principal, message, activities, from_session)
     message._state.adding = False
     message._state.db = DEFAULT_DB_ALIAS
     if reply_accepted(message):
         # After the commit, off the send's statements (docs/reference.md#the-decisions-register).
         decision_register_record(message, actor=actor)
-    if message.decision is not None and not queued:
-        _question_follow_up(message)
     return Sent(message)  # its to_project and from_project carry their workspaces already
-
-
-def _question_follow_up(question: Message) -> None:
-    """Queue what follows a question that has committed (docs/reference.md#notifications):
-    its notifications and deadline, in the background worker. A queue that fails to take
-    them is logged; the question is sent either way."""
-    from messaging.tasks import question_follow_up  # the tasks send too (the fallback)
-
-    try:
-        question_follow_up(question)
-    except DatabaseError:
-        logger.exception("the notifications of question %s were not queued", question.pk)
 
 
 def _decision_deadline(decision: Decision, sent_at: datetime) -> datetime | None:
@@ -299,15 +284,7 @@ def _send_commit(
     message: Message,
     activities: list[Activity],
     session: AgentSession | None,
-) -> bool:
-    """Commit the send's statements; whether a question's task was queued with them.
-
-    Inside a transaction (always on SQLite) a question's task is queued in the send's own
-    transaction: one commit instead of two on the one writer line, and the task exists if
-    and only if the question does. On PostgreSQL the send is one implicit transaction,
-    and the caller queues the task after it (``_question_follow_up``)."""
-    from messaging.tasks import question_follow_up  # the tasks send too (the fallback)
-
+) -> None:
     recipient = message.to_project
     # Built before the transaction: on SQLite every writer waits for the one before it
     # to commit, so nothing but the statements themselves belongs inside.
@@ -320,13 +297,9 @@ def _send_commit(
                 "pending. Retry after its agents pop some, or cancel messages you sent there.",
                 code=Code.INBOX_FULL,
             )
-        queued = message.decision is not None and connection.in_atomic_block
-        if queued:
-            question_follow_up(message)
         admission_observe(MESSAGE_SEND, principal=principal, project=recipient, session=session)
     if heard:
         wake_publish([inbox_topic(recipient.pk)])
-    return queued
 
 
 def _write_block(*, one_query: bool) -> contextlib.AbstractContextManager[Any]:
@@ -401,7 +374,12 @@ def _send_statements(message: Message, activities: list[Activity]) -> list[_Stat
     as one query string, one round trip and one implicit transaction: the lock is held to
     its end, and an error in the insert rolls back both. (That needs the simple query
     protocol, which Django's default client-side binding uses.)
+
+    A question also inserts its background task's row (``question_task_row``) with the
+    activity rows, only if the message was inserted: one commit, and the task exists if
+    and only if the question does (docs/reference.md#notifications).
     """
+    task = None if message.decision is None else insert_parts([question_task_row(message)])[2][0]
     [values] = insert_parts([message])[2]
     activity_values = insert_parts(activities)[2]
     count_params = [
@@ -410,22 +388,27 @@ def _send_statements(message: Message, activities: list[Activity]) -> list[_Stat
     ]
     activity_params = [value for row in activity_values for value in row]
     if connection.vendor != "postgresql":
-        sql = _send_sql(connection.vendor, len(activities), None)
-        return [(sql[0], [*values, *count_params]), (sql[1], activity_params)]
+        sql = _send_sql(connection.vendor, len(activities), None, task is not None)
+        statements = [(sql[0], [*values, *count_params]), (sql[1], activity_params)]
+        if task is not None:
+            statements.append((sql[2], task))
+        return statements
     unheard = wake_unheard_sql("%s")
-    sql = _send_sql(connection.vendor, len(activities), unheard)
-    params = [message.to_project_id, *values, *count_params, *activity_params]
+    sql = _send_sql(connection.vendor, len(activities), unheard, task is not None)
+    params = [message.to_project_id, *values, *count_params, *activity_params, *(task or [])]
     if unheard is not None:
         params.append(inbox_topic(message.to_project_id))
     return [(sql[0], params)]
 
 
 @functools.cache
-def _send_sql(vendor: str, activity_count: int, unheard: str | None) -> tuple[str, ...]:
-    """The statements of ``_send_statements`` on ``vendor``, built once: two on SQLite,
-    one query string of two statements on PostgreSQL, whose answer is whether it
-    inserted and, with ``unheard`` (``wake_unheard_sql`` of the inbox's topic), whether
-    no one can be waiting on the inbox."""
+def _send_sql(
+    vendor: str, activity_count: int, unheard: str | None, with_task: bool
+) -> tuple[str, ...]:
+    """The statements of ``_send_statements`` on ``vendor``, built once: two on SQLite
+    (three ``with_task``), one query string of two statements on PostgreSQL, whose answer
+    is whether it inserted and, with ``unheard`` (``wake_unheard_sql`` of the inbox's
+    topic), whether no one can be waiting on the inbox."""
     table, columns = insert_columns(Message)
     activity_table, activity_columns = insert_columns(Activity)
     count_sql = f"SELECT COUNT(*) FROM {table} WHERE {PENDING_IN_INBOX_SQL}"
@@ -435,13 +418,21 @@ def _send_sql(vendor: str, activity_count: int, unheard: str | None) -> tuple[st
             f"INSERT INTO {table} ({columns}) SELECT {placeholders(field_count)} "
             f"WHERE ({count_sql}) < %s",
             insert_values_sql(Activity, activity_count),
+            *([insert_values_sql(DBTaskResult)] if with_task else []),
         )
     typed_activity = typed_placeholders(Activity)
-    activity_inserts = ", ".join(
+    follow = [
         f"a{n} AS (INSERT INTO {activity_table} ({activity_columns}) "
         f"SELECT {typed_activity} FROM m)"
         for n in range(activity_count)
-    )
+    ]
+    if with_task:
+        task_table, task_columns = insert_columns(DBTaskResult)
+        follow.append(
+            f"t AS (INSERT INTO {task_table} ({task_columns}) "
+            f"SELECT {typed_placeholders(DBTaskResult)} FROM m)"
+        )
+    activity_inserts = ", ".join(follow)
     return (
         f"SELECT 1 FROM {Project._meta.db_table} WHERE id = %s FOR NO KEY UPDATE; "
         f"WITH m AS (INSERT INTO {table} ({columns}) SELECT {typed_placeholders(Message)} "
@@ -459,11 +450,12 @@ def _insert_within_bound(statements: list[_Statement]) -> tuple[bool, bool]:
     """
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
-            (insert, insert_params), (activities, activity_params) = statements
+            (insert, insert_params), *following = statements
             cursor.execute(insert, insert_params)
             if cursor.rowcount != 1:
                 return False, True
-            cursor.execute(activities, activity_params)
+            for sql, params in following:  # the activity rows, a question's task
+                cursor.execute(sql, params)
             return True, True
         [(lock_and_insert, params)] = statements
         cursor.execute(lock_and_insert, params)

@@ -8,23 +8,23 @@ claimed (``messaging.notifications``), so a task run twice does nothing twice.
 
 - A question: its arrival told at once, a reminder at 80% of the way to its deadline,
   and at the deadline the asker's fallback answer and the outcome told
-  (``question_follow_up``, ``question_arrived``).
+  (``question_arrived``, queued by the question's send itself: ``question_task_row``).
 - A notification that failed: tried again after 5, 15, 30 and 60 s.
-- The housekeeping (``messaging.housekeeping``): at start and every hour.
+
+The housekeeping's task, at start and every hour, is in ``messaging.housekeeping``.
 """
 
 from __future__ import annotations
 
 import logging
-import random
-from datetime import datetime, timedelta
+import uuid
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet
 from django.utils import timezone
-from django_tasks import TaskContext, TaskResultStatus, task
-from django_tasks_db.models import DBTaskResult
+from django_tasks import task
+from django_tasks_db.models import DBTaskResult, get_date_max
 
 from aimemory_site.lib.decisions import (
     deadline_text,
@@ -39,7 +39,6 @@ from messaging.answer_selectors import (
     question_deadline,
     question_fallback,
 )
-from messaging.housekeeping import HOUSEKEEPING_EVERY_SECONDS, housekeeping_run
 from messaging.models import Message, NotificationDelivery
 from messaging.notifications import (
     Attempted,
@@ -57,12 +56,20 @@ Event = NotificationDelivery.Event
 REMINDER_AT = 0.8
 
 
-def question_follow_up(question: Message) -> None:
-    """Enqueue what follows a question's send: one task, which tells of its arrival and
-    schedules its reminder and deadline (``question_arrived``), so the send pays for one
-    insert. Precondition: ``question`` is a sent question (``decision`` set); call after
-    its commit."""
-    question_arrived.enqueue(str(question.pk))
+def question_task_row(question: Message) -> DBTaskResult[Any, Any]:
+    """The queue's row of ``question_arrived`` for ``question``, as the backend's
+    ``enqueue`` makes it, for the send to insert with the question in its own statements
+    (``messaging.services``): one commit, and the task exists if and only if the question
+    does. The worker takes it as any enqueued task (the notification tests run it)."""
+    return DBTaskResult(
+        id=uuid.uuid4(),
+        args_kwargs={"args": [str(question.pk)], "kwargs": {}},
+        priority=question_arrived.priority,
+        task_path=question_arrived.module_path,
+        queue_name=question_arrived.queue_name,
+        backend_name=question_arrived.backend,
+        run_after=get_date_max(),  # the backend's "as soon as possible"
+    )
 
 
 def _retries_schedule(attempted: list[Attempted], outcome: str = "") -> None:
@@ -169,31 +176,3 @@ def delivery_retry(delivery_id: int, outcome: str = "") -> None:
     """Attempt notification ``delivery_id`` again (``delivery_attempt`` claims it)."""
     done = delivery_attempt(delivery_id, outcome=outcome)
     _retries_schedule([done] if done is not None else [], outcome)
-
-
-@task(takes_context=True)
-def housekeeping(context: TaskContext) -> None:
-    """The housekeeping, then the next run in an hour (give or take a tenth); when hosts
-    started together queued two runs, the one that finds another queued ends the chain."""
-    housekeeping_run()
-    others = housekeeping_queued().exclude(id=context.task_result.id)
-    if not others.exists():
-        housekeeping.using(run_after=timezone.now() + _housekeeping_interval()).enqueue()
-
-
-def _housekeeping_interval() -> timedelta:
-    return timedelta(seconds=HOUSEKEEPING_EVERY_SECONDS * random.uniform(0.9, 1.1))
-
-
-def housekeeping_queued() -> QuerySet[DBTaskResult[Any, Any]]:
-    """The housekeeping runs queued and not started, due or not."""
-    return DBTaskResult.objects.filter(
-        task_path=housekeeping.module_path, status=TaskResultStatus.READY
-    )
-
-
-def housekeeping_schedule() -> None:
-    """Queue a housekeeping run now, unless one is due already (``ai-memory serve`` at
-    start: a server that was down an hour catches up at once)."""
-    if not DBTaskResult.objects.ready().filter(task_path=housekeeping.module_path).exists():
-        housekeeping.enqueue()

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     server_boot_record()
-    from messaging.tasks import housekeeping_schedule
+    from messaging.housekeeping import housekeeping_schedule
 
     # The background worker runs it at once, and every hour after (messaging.tasks).
     housekeeping_schedule()

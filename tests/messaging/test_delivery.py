@@ -11,10 +11,13 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from messaging.housekeeping import HOUSEKEEPING_EVERY_SECONDS
+from messaging.housekeeping import (
+    HOUSEKEEPING_EVERY_SECONDS,
+    housekeeping_queued,
+    housekeeping_schedule,
+)
 from messaging.models import Message, PopRequest
 from messaging.notices import SECURITY_NOTICE
-from messaging.tasks import housekeeping_queued, housekeeping_schedule
 from projects.models import Project
 from tests.background import tasks_run_due
 from tests.conftest import SEND, A, ApiCall, B, Persona
