@@ -346,10 +346,11 @@ def test_a_wake_handed_on_reaches_the_next_claimer_and_no_other_waiter() -> None
     """A session wait on the same inbox is woken by the send, not again by the hand-on."""
     session_looks: list[str] = []
     session_parked = threading.Event()
+    session_woken = threading.Event()
 
     def session_look() -> None:
         session_looks.append("look")
-        session_parked.set()
+        (session_woken if session_parked.is_set() else session_parked).set()
 
     session = threading.Thread(
         target=lambda: wakeups.wait_for(
@@ -370,6 +371,10 @@ def test_a_wake_handed_on_reaches_the_next_claimer_and_no_other_waiter() -> None
     leaving.thread.join(5)
     staying.thread.join(5)
     assert staying.result == ["message"]
-    assert session_looks == ["look", "look"]  # its first, and the one the send woke
+    # Its first look, and the one the send woke (in its own thread: wait for it), and no
+    # third from the hand-on.
+    assert session_woken.wait(5)
+    leaving.thread.join(5)
+    assert session_looks == ["look", "look"]
     wakeups.wake_shutdown()
     session.join(5)
