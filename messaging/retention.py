@@ -24,6 +24,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from aimemory_site.lib.sql import db_value, placeholders
+from messaging.limits import RETRY_WINDOW
 from messaging.models import Announcement, Message, NotificationDelivery, PopRequest
 from projects.handoff_services import handoffs_purge
 
@@ -121,8 +122,11 @@ def messages_purge(
         )
         expired = passed.count()
         # Those expired before the cut would be deleted too, once stored as expired.
-        doomed = passed.filter(expires_at__lt=cutoff).count()
-        pops = PopRequest.objects.filter(message__in=passed.filter(expires_at__lt=cutoff)).count()
+        doomed_expired = passed.filter(expires_at__lt=cutoff).exclude(
+            idempotency_key__isnull=False, created_at__gte=now - RETRY_WINDOW
+        )
+        doomed = doomed_expired.count()
+        pops = PopRequest.objects.filter(message__in=doomed_expired).count()
     else:
         expired = messages_expire(now=now, batch=batch, pause=pause)
         doomed = pops = 0
@@ -144,6 +148,8 @@ def messages_purge(
             break
         after = (rows[-1][1], rows[-1][0])  # (created_at, id) of the last row read
         ids = [row[0] for row in rows if _finished_at(*row[1:]) < cutoff]
+        if cutoff > now - RETRY_WINDOW:
+            ids = _outside_retry_windows(ids, now)
         if dry_run:
             doomed += len(ids)
             pops += PopRequest.objects.filter(message_id__in=ids).count()
@@ -156,6 +162,25 @@ def messages_purge(
         _rest(pause, began)
     handoffs = handoffs_purge(cutoff=cutoff, batch=batch, dry_run=dry_run)
     return Purged(messages=doomed, pop_requests=pops, handoffs=handoffs, expired=expired)
+
+
+def _outside_retry_windows(ids: list[uuid.UUID], now: datetime) -> list[uuid.UUID]:
+    """``ids`` but the messages a retry within its 24-hour window still needs: one sent
+    with an idempotency key (its retry answers it again), one a pop with a request id
+    claimed (its retry answers it again, and must not claim another). Whatever the
+    retention, these are kept until their window has passed. Two queries."""
+    window_start = now - RETRY_WINDOW
+    kept = set(
+        Message.objects.filter(
+            pk__in=ids, idempotency_key__isnull=False, created_at__gte=window_start
+        ).values_list("id", flat=True)
+    )
+    kept.update(
+        PopRequest.objects.filter(message_id__in=ids, created_at__gte=window_start).values_list(
+            "message_id", flat=True
+        )
+    )
+    return [pk for pk in ids if pk not in kept]
 
 
 def _finished_at(

@@ -57,11 +57,20 @@ def history(project_a: Project, project_b: Project) -> dict[str, set[str]]:
         _message(project_a, project_b, "claimed lately", state="claimed", created_at=recent,
                  claimed_at=recent),
     ]  # fmt: skip
+    # Each pop request id dates from its pop, which claimed its message.
     PopRequest.objects.create(
-        inbox=project_b, principal_key="anon", request_id="r-old", message=going[0]
+        inbox=project_b,
+        principal_key="anon",
+        request_id="r-old",
+        message=going[0],
+        created_at=going[0].claimed_at,
     )
     PopRequest.objects.create(
-        inbox=project_b, principal_key="anon", request_id="r-kept", message=staying[2]
+        inbox=project_b,
+        principal_key="anon",
+        request_id="r-kept",
+        message=staying[2],
+        created_at=staying[2].claimed_at,
     )
     handoffs_going = [
         _handoff(project_b, "claimed long ago", state="claimed", created_at=old,
@@ -263,3 +272,47 @@ def test_the_servers_housekeeping_runs_the_retention_purge(
 
     assert _bodies() == history["staying"]
     assert _handoff_bodies() == history["handoffs_staying"]
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_zero_days_keeps_what_a_retry_within_24_hours_needs(
+    project_a: Project, project_b: Project, dry_run: bool
+) -> None:
+    """A send's retry key and a pop's request id answer their retries for 24 hours,
+    whatever the retention (docs/reference.md#expiry-and-retention)."""
+    from messaging.services import message_pop, message_send
+    from tests.messaging.conftest import ANON
+
+    def send() -> Any:
+        return message_send(
+            principal=ANON,
+            to_workspace="default",
+            to_project="project-b",
+            from_workspace="default",
+            from_project="project-a",
+            body="Add an export.",
+            idempotency_key="send-once",
+        )
+
+    def pop() -> Message | None:
+        return message_pop(
+            principal=ANON, workspace="default", project="project-b", request_id="pop-once"
+        )
+
+    sent = send().message
+    claimed = pop()
+    send_later = _message(project_a, project_b, "another, still pending")
+    cancelled = _message(project_a, project_b, "cancelled, no key", state="cancelled",
+                         cancelled_at=timezone.now() - timedelta(seconds=1))  # fmt: skip
+
+    purged = messages_purge(older_than_days=0, dry_run=dry_run, pause=0)
+
+    # Only the cancelled message without a key goes; the keyed send and the popped one stay.
+    assert (purged.messages, purged.pop_requests) == (1, 0)
+    assert Message.objects.filter(pk=cancelled.pk).exists() == dry_run
+    assert Message.objects.filter(pk=sent.pk).exists()
+    again = send()
+    assert (again.message.pk, again.replay) == (sent.pk, True)
+    retried = pop()
+    assert claimed is not None and retried is not None and retried.pk == claimed.pk
+    assert Message.objects.get(pk=send_later.pk).state == Message.State.PENDING
