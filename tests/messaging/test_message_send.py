@@ -132,7 +132,12 @@ def test_other_inboxes_do_not_count_towards_the_bound(
         Message(to_project=project_c, from_project=project_a, body="x")
         for _ in range(MAX_PENDING_PER_INBOX)
     )
-    send()
+
+    sent = send()
+
+    assert sent.to_project == project_b
+    assert Message.objects.get(pk=sent.pk).state == Message.State.PENDING
+    assert Message.objects.filter(to_project=project_c).count() == MAX_PENDING_PER_INBOX
 
 
 def test_send_needs_write_on_the_recipient(

@@ -185,7 +185,7 @@ def test_the_command_prints_what_it_deleted_and_on_a_dry_run_what_it_would(
 
     assert unchanged
     assert dry.getvalue() == (
-        "would delete 4 messages (with 1 pop request ids) and 2 handoffs finished more than "
+        "would delete 4 messages (with 1 pop request id) and 2 handoffs finished more than "
         "30 days ago; would store 2 expired messages as expired\n"
     )
     assert real.getvalue() == dry.getvalue().replace("would delete", "deleted").replace(
@@ -316,3 +316,26 @@ def test_zero_days_keeps_what_a_retry_within_24_hours_needs(
     retried = pop()
     assert claimed is not None and retried is not None and retried.pk == claimed.pk
     assert Message.objects.get(pk=send_later.pk).state == Message.State.PENDING
+
+
+def test_the_command_counts_one_of_each_in_the_singular(
+    project_a: Project, project_b: Project
+) -> None:
+    old = timezone.now() - 3 * DAY
+    claimed = _message(project_a, project_b, "claimed", state="claimed", created_at=old,
+                       claimed_at=old)  # fmt: skip
+    PopRequest.objects.create(
+        inbox=project_b, principal_key="anon", request_id="r", message=claimed, created_at=old
+    )
+    _message(project_a, project_b, "expired lately", created_at=old,
+             expires_at=timezone.now() - timedelta(hours=1))  # fmt: skip
+    _handoff(project_b, "claimed", state="claimed", created_at=old, expires_at=old + DAY,
+             claimed_at=old)  # fmt: skip
+    said = io.StringIO()
+
+    call_command("purge_messages", "--older-than-days", "1", "--dry-run", stdout=said)
+
+    assert said.getvalue() == (
+        "would delete 1 message (with 1 pop request id) and 1 handoff finished more than "
+        "1 day ago; would store 1 expired message as expired\n"
+    )

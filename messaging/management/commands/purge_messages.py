@@ -29,15 +29,21 @@ def _batch(text: str) -> int:
     return _count(text, 1)
 
 
+def _counted(count: int, noun: str) -> str:
+    """``1 handoff``, ``2 handoffs``: the nouns here take an s."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def purged_text(purged: Purged, *, days: int, dry_run: bool) -> str:
     """One line: what was deleted (or would be), and how many expired messages were
     stored as expired on the way."""
     verb = "would delete" if dry_run else "deleted"
     expired = "would store" if dry_run else "stored"
     return (
-        f"{verb} {purged.messages} messages (with {purged.pop_requests} pop request ids) "
-        f"and {purged.handoffs} handoffs finished more than {days} days ago; "
-        f"{expired} {purged.expired} expired messages as expired"
+        f"{verb} {_counted(purged.messages, 'message')} (with "
+        f"{_counted(purged.pop_requests, 'pop request id')}) and "
+        f"{_counted(purged.handoffs, 'handoff')} finished more than {_counted(days, 'day')} "
+        f"ago; {expired} {_counted(purged.expired, 'expired message')} as expired"
     )
 
 
