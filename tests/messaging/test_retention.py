@@ -63,14 +63,14 @@ def history(project_a: Project, project_b: Project) -> dict[str, set[str]]:
         principal_key="anon",
         request_id="r-old",
         message=going[0],
-        created_at=going[0].claimed_at,
+        created_at=old + DAY,  # its claimed_at
     )
     PopRequest.objects.create(
         inbox=project_b,
         principal_key="anon",
         request_id="r-kept",
         message=staying[2],
-        created_at=staying[2].claimed_at,
+        created_at=recent,  # its claimed_at
     )
     handoffs_going = [
         _handoff(project_b, "claimed long ago", state="claimed", created_at=old,
