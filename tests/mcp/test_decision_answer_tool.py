@@ -22,13 +22,11 @@ from mcp.types import CallToolResult, ElicitRequestFormParams, ElicitRequestPara
 from pytest_django.fixtures import Settings as SettingsWrapper
 from pytest_django.live_server_helper import LiveServer
 
-from aimemory_site.lib.decisions import decision_body_write, decision_subject
-from aimemory_site.lib.principal import Principal
 from messaging.answer_services import ANSWER_STATE_SALT
 from messaging.models import Message
-from messaging.services import message_send
 from projects.models import Grant, Project
 from tests.conftest import Persona, make_project
+from tests.decision_examples import question_send
 from tests.mcp_raw import RawMcp
 
 TOOL = "memory_decision_answer"
@@ -55,21 +53,7 @@ def mailbox(alice: Persona, bob: Persona) -> Project:
 
 def ask(*, requires_root: bool = False) -> Message:
     """The orchestrator's question in the operator's inbox, sent by root."""
-    return message_send(
-        principal=Principal.root(),
-        to_workspace="default",
-        to_project="operator",
-        from_workspace="default",
-        from_project="orchestrator",
-        subject=decision_subject("Accept the known-flake exception?"),
-        body=decision_body_write(
-            QUESTION,
-            OPTIONS,
-            requires_root=requires_root,
-            reply_project="default/orchestrator",
-            details=DETAILS,
-        ),
-    ).message
+    return question_send(QUESTION, OPTIONS, requires_root=requires_root, details=DETAILS)
 
 
 def replies() -> list[Message]:

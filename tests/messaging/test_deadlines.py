@@ -10,16 +10,14 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from aimemory_site.lib.decisions import decision_body_write, decision_subject
+from aimemory_site.lib.decisions import decision_body_write
 from aimemory_site.lib.errors import BadRequest, Code
-from aimemory_site.lib.principal import Principal
 from messaging.answer_services import decision_answer
 from messaging.models import Message
-from messaging.services import message_send
 from messaging.tasks import question_deadline_pass
 from tests.conftest import ApiCall, Persona, make_project
+from tests.decision_examples import FLAKE_QUESTION, question_send
 
-ROOT = Principal.root()
 OPTIONS: list[dict[str, Any]] = [
     {"id": "accept", "label": "Accept the exception", "recommended": True},
     {"id": "reject", "label": "Send it back"},
@@ -32,22 +30,8 @@ def projects(alice: Persona, auth_on: str) -> None:
     make_project(alice, "default", "orchestrator", restricted=True)
 
 
-def ask(**extra: Any) -> Message:
-    return message_send(
-        principal=ROOT,
-        to_workspace="default",
-        to_project="operator",
-        from_workspace="default",
-        from_project="orchestrator",
-        subject=decision_subject("Accept the known-flake exception?"),
-        body=decision_body_write(
-            "Accept the known-flake exception?",
-            OPTIONS,
-            requires_root=False,
-            reply_project="default/orchestrator",
-            **extra,
-        ),
-    ).message
+def ask(**fields: Any) -> Message:
+    return question_send(FLAKE_QUESTION, OPTIONS, **fields)
 
 
 def _pass_deadline(question: Message) -> None:

@@ -14,7 +14,7 @@ import pytest
 from django.contrib.auth.models import User
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from aimemory_site.lib.decisions import decision_body_write, decision_reply_parse, decision_subject
+from aimemory_site.lib.decisions import decision_reply_parse
 from aimemory_site.lib.errors import AppError, BadRequest, Conflict, Forbidden, NotFound
 from aimemory_site.lib.principal import Principal
 from messaging.admission import AdmissionRefused
@@ -24,13 +24,10 @@ from messaging.models import Message
 from messaging.services import message_cancel, message_pop, message_send
 from projects.models import Grant, Project
 from tests.conftest import Persona, make_project
+from tests.decision_examples import question_send
 
 ROOT = Principal.root()
 ANON = Principal.anonymous()
-OPTIONS: list[dict[str, Any]] = [
-    {"id": "accept", "label": "Accept the exception", "recommended": True},
-    {"id": "reject", "label": "Send it back", "description": "The test has to be stable."},
-]
 
 
 @pytest.fixture
@@ -51,20 +48,12 @@ def ask(
     sender: str = "orchestrator",
 ) -> Message:
     """The asker's question, sent from ``default/<sender>`` to ``default/<to>`` as root."""
-    return message_send(
-        principal=ROOT,
-        to_workspace="default",
-        to_project=to,
-        from_workspace="default",
-        from_project=sender,
-        subject=decision_subject("Accept the known-flake exception?"),
-        body=decision_body_write(
-            "Accept the known-flake exception on the export test?",
-            OPTIONS,
-            requires_root=requires_root,
-            reply_project=reply_project,
-        ),
-    ).message
+    return question_send(
+        to=f"default/{to}",
+        sender=f"default/{sender}",
+        requires_root=requires_root,
+        reply_project=reply_project,
+    )
 
 
 def answer(

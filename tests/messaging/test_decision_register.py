@@ -18,10 +18,8 @@ from django.db import DatabaseError, connection
 from django.test.utils import CaptureQueriesContext
 
 from aimemory_site.lib.decisions import (
-    decision_body_write,
     decision_reply_subject,
     decision_reply_write,
-    decision_subject,
 )
 from aimemory_site.lib.principal import Principal
 from messaging import register_services
@@ -32,14 +30,10 @@ from projects.brief_selectors import brief_compile
 from projects.models import Activity, Grant, Page, Project
 from projects.page_services import page_create_once
 from tests.conftest import ApiCall, Persona, make_project
+from tests.decision_examples import FLAKE_QUESTION as QUESTION
+from tests.decision_examples import question_send
 from webui.templatetags.webui import markdown
 
-ROOT = Principal.root()
-QUESTION = "Accept the known-flake exception on the export test?"
-OPTIONS: list[dict[str, Any]] = [
-    {"id": "accept", "label": "Accept the exception", "recommended": True},
-    {"id": "reject", "label": "Send it back", "description": "The test has to be stable."},
-]
 MAILBOX: dict[str, Any] = {"workspace": "default", "project": "operator"}
 REPLY_ROUTE: dict[str, Any] = {
     "to_workspace": "default",
@@ -61,17 +55,7 @@ def orchestrator(alice: Persona) -> Project:
 
 def ask(*, requires_root: bool = False) -> Message:
     """The orchestrator's question to the operator, sent as root."""
-    return message_send(
-        principal=ROOT,
-        to_workspace="default",
-        to_project="operator",
-        from_workspace="default",
-        from_project="orchestrator",
-        subject=decision_subject("Accept the known-flake exception?"),
-        body=decision_body_write(
-            QUESTION, OPTIONS, requires_root=requires_root, reply_project="default/orchestrator"
-        ),
-    ).message
+    return question_send(requires_root=requires_root)
 
 
 def reply(principal: Principal, question: Message, option: str, comment: str = "") -> Message:

@@ -15,7 +15,6 @@ import pytest
 from django.utils import timezone
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from aimemory_site.lib.decisions import decision_body_write, decision_subject
 from aimemory_site.lib.principal import Principal
 from messaging.models import Message, NotificationDelivery, NotificationTarget
 from messaging.notifications import (
@@ -31,6 +30,7 @@ from messaging.services import message_send
 from projects.models import Grant, Project
 from tests.background import tasks_run_due
 from tests.conftest import Persona, make_project
+from tests.decision_examples import question_send
 from tests.receivers import HttpReceiver, SmtpReceiver, http_receiver, smtp_receiver
 
 __all__ = ["http_receiver", "smtp_receiver"]  # the fixtures
@@ -38,10 +38,6 @@ __all__ = ["http_receiver", "smtp_receiver"]  # the fixtures
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROOT = Principal.root()
-OPTIONS: list[dict[str, Any]] = [
-    {"id": "accept", "label": "Accept the exception", "recommended": True},
-    {"id": "reject", "label": "Send it back", "description": "The test has to be stable."},
-]
 
 
 @pytest.fixture
@@ -54,23 +50,8 @@ def projects(alice: Persona, bob: Persona, charlie: Persona, auth_on: str) -> Pr
     return operator
 
 
-def ask(*, details: str | None = None, **extra: Any) -> Message:
-    return message_send(
-        principal=ROOT,
-        to_workspace="default",
-        to_project="operator",
-        from_workspace="default",
-        from_project="orchestrator",
-        subject=decision_subject("Accept the known-flake exception?"),
-        body=decision_body_write(
-            "Accept the known-flake exception on the export test?",
-            OPTIONS,
-            requires_root=False,
-            reply_project="default/orchestrator",
-            details=details,
-            **extra,
-        ),
-    ).message
+def ask(**fields: Any) -> Message:
+    return question_send(**fields)
 
 
 def test_a_question_is_told_to_who_may_answer_and_to_the_server_wide_targets(

@@ -26,7 +26,6 @@ from django.utils import timezone
 from pytest_django.fixtures import Settings as SettingsWrapper
 from pytest_django.live_server_helper import LiveServer
 
-from aimemory_site.lib.decisions import decision_body_write, decision_subject
 from aimemory_site.lib.principal import Principal
 from messaging.answer_links import (
     ANSWER_LINK_MAX_AGE,
@@ -38,38 +37,22 @@ from messaging.answer_links import (
 )
 from messaging.answer_services import decision_answer
 from messaging.models import Message
-from messaging.services import message_cancel, message_pop, message_send
+from messaging.services import message_cancel, message_pop
 from projects.models import Grant, Project
 from tests.conftest import Persona, make_project
+from tests.decision_examples import FLAKE_OPTIONS as OPTIONS
+from tests.decision_examples import FLAKE_QUESTION as QUESTION
+from tests.decision_examples import question_send
 from tests.webui.conftest import element, page, text_of
 
 ROOT = Principal.root()
-QUESTION = "Accept the known-flake exception on the export test?"
-OPTIONS: list[dict[str, Any]] = [
-    {"id": "accept", "label": "Accept the exception", "recommended": True},
-    {"id": "reject", "label": "Send it back", "description": "The test has to be stable."},
-]
 NOT_FOUND = "There is no page at this address."
 
 
-def ask(*, requires_root: bool = False, deadline: str | None = None, **more: Any) -> Message:
+def ask(*, requires_root: bool = False, **fields: Any) -> Message:
     """The asker's question in default/operator's inbox, sent as root."""
-    return message_send(
-        principal=ROOT,
-        to_workspace="default",
-        to_project="operator",
-        from_workspace="default",
-        from_project="orchestrator",
-        subject=decision_subject("Accept the known-flake exception?"),
-        body=decision_body_write(
-            more.pop("question", QUESTION),
-            OPTIONS,
-            requires_root=requires_root,
-            reply_project="default/orchestrator",
-            details=more.pop("details", None),
-            deadline=deadline,
-        ),
-    ).message
+    question = fields.pop("question", QUESTION)
+    return question_send(question, OPTIONS, requires_root=requires_root, **fields)
 
 
 def link(question: Message, option: str, persona: Persona | User) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -20,23 +19,20 @@ from django.test import Client, RequestFactory
 from django.utils import timezone
 from pytest_django.fixtures import Settings as SettingsWrapper
 
-from aimemory_site.lib.decisions import decision_body_write, decision_subject
 from aimemory_site.lib.principal import Principal
 from messaging.models import Message
 from messaging.services import message_cancel, message_pop, message_send
 from projects.models import Grant, Project
 from tests.conftest import Persona, make_project
+from tests.decision_examples import FLAKE_OPTIONS as OPTIONS
+from tests.decision_examples import FLAKE_QUESTION as QUESTION
+from tests.decision_examples import question_send
 from tests.webui.conftest import deliver, element, page, text_of
 from webui.selectors import ProjectName
 
 NumQueries = Callable[[int], AbstractContextManager[object]]
 
 ROOT = Principal.root()
-OPTIONS: list[dict[str, Any]] = [
-    {"id": "accept", "label": "Accept the exception", "recommended": True},
-    {"id": "reject", "label": "Send it back", "description": "The test has to be stable."},
-]
-QUESTION = "Accept the known-flake exception on the export test?"
 NOT_FOUND = "There is no page at this address."
 
 
@@ -48,22 +44,14 @@ def ask(
     links: tuple[str, ...] = (),
 ) -> Message:
     """The asker's question in default/operator's inbox, sent as root."""
-    return message_send(
-        principal=ROOT,
-        to_workspace="default",
-        to_project="operator",
-        from_workspace="default",
-        from_project="orchestrator",
-        subject=decision_subject("Accept the known-flake exception?"),
-        body=decision_body_write(
-            QUESTION,
-            OPTIONS,
-            requires_root=requires_root,
-            reply_project=reply_project,
-            details=details,
-            links=links,
-        ),
-    ).message
+    return question_send(
+        QUESTION,
+        OPTIONS,
+        requires_root=requires_root,
+        reply_project=reply_project,
+        details=details,
+        links=links,
+    )
 
 
 def url(question: Message | str) -> str:
