@@ -16,12 +16,10 @@ from playwright.sync_api import Browser, Page, expect
 from pytest_django.fixtures import Settings as SettingsWrapper
 from pytest_django.live_server_helper import LiveServer
 
-from aimemory_site.lib.decisions import decision_body_write, decision_subject
-from aimemory_site.lib.principal import Principal
 from messaging.answer_links import answer_link_make
 from messaging.models import Message
-from messaging.services import message_send
 from tests.conftest import Persona, make_project
+from tests.decision_examples import question_send
 from tests.webui.conftest import needs_chromium
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -43,30 +41,20 @@ document.addEventListener("securitypolicyviolation", (event) => {
 
 def ask(*, requires_root: bool) -> Message:
     """A question from default/orchestrator in alice's mailbox default/operator."""
-    return message_send(
-        principal=Principal.root(),
-        to_workspace="default",
-        to_project="operator",
-        from_workspace="default",
-        from_project="orchestrator",
-        subject=decision_subject("Accept the known-flake exception?"),
-        body=decision_body_write(
-            "Accept the known-flake exception on the export test?",
-            [
-                {
-                    "id": "accept",
-                    "label": "Accept the exception",
-                    "description": "Land the change with the flake written down.",
-                    "recommended": True,
-                },
-                {"id": "reject", "label": "Send it back"},
-            ],
-            requires_root=requires_root,
-            reply_project="default/orchestrator",
-            details="Failed once in forty CI runs.\nThe flake is timed in the export suite.",
-            deadline="2h",
-        ),
-    ).message
+    return question_send(
+        options=[
+            {
+                "id": "accept",
+                "label": "Accept the exception",
+                "description": "Land the change with the flake written down.",
+                "recommended": True,
+            },
+            {"id": "reject", "label": "Send it back"},
+        ],
+        requires_root=requires_root,
+        details="Failed once in forty CI runs.\nThe flake is timed in the export suite.",
+        deadline="2h",
+    )
 
 
 @pytest.fixture

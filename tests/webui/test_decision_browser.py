@@ -20,6 +20,7 @@ from messaging.models import Message
 from messaging.services import message_cancel, message_pop, message_send
 from projects.models import Grant, Project
 from tests.conftest import Persona, make_project
+from tests.decision_examples import question_send
 from tests.webui.conftest import needs_chromium
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -46,34 +47,23 @@ def question(auth_on: str, alice: Persona) -> Message:
     """alice's restricted mailbox default/operator holds a question from default/orchestrator."""
     make_project(alice, "default", "operator", restricted=True)
     make_project(alice, "default", "orchestrator", restricted=True)
-    return message_send(
-        principal=Principal.root(),
-        to_workspace="default",
-        to_project="operator",
-        from_workspace="default",
-        from_project="orchestrator",
-        subject=decision_subject("Accept the known-flake exception?"),
-        body=decision_body_write(
-            "Accept the known-flake exception on the export test?",
-            [
-                {
-                    "id": "accept",
-                    "label": "Accept the exception",
-                    "description": "Land the change with the flake written down.",
-                    "recommended": True,
-                },
-                {
-                    "id": "reject",
-                    "label": "Send it back",
-                    "description": "The test has to be stable first.",
-                },
-            ],
-            requires_root=False,
-            reply_project="default/orchestrator",
-            details="Failed once in forty CI runs.\nThe flake is timed in the export suite.",
-            links=["https://example.test/pull/12", "javascript:alert(1)"],
-        ),
-    ).message
+    return question_send(
+        options=[
+            {
+                "id": "accept",
+                "label": "Accept the exception",
+                "description": "Land the change with the flake written down.",
+                "recommended": True,
+            },
+            {
+                "id": "reject",
+                "label": "Send it back",
+                "description": "The test has to be stable first.",
+            },
+        ],
+        details="Failed once in forty CI runs.\nThe flake is timed in the export suite.",
+        links=["https://example.test/pull/12", "javascript:alert(1)"],
+    )
 
 
 def shoot(page: Page, name: str) -> None:
