@@ -128,6 +128,16 @@ def test_serve_first_says_its_url_database_data_dir_and_auth_mode(tmp_path: Path
 
 
 @pytest.mark.slow
+def test_serve_says_its_public_url_when_set(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    public = {"AI_MEMORY_PUBLIC_URL": "https://memory.example.test/"}
+    with serving(data_dir, database_prefix="aimemory_public_url", **public):
+        line = (data_dir / "server.log").read_text().splitlines()[0]
+
+    assert line.endswith("; public URL https://memory.example.test")
+
+
+@pytest.mark.slow
 def test_the_start_line_says_a_root_token_or_how_many_users_hold_tokens(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     _manage(data_dir, "migrate", "--verbosity", "0")

@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.utils import timezone
 from pytest_django.fixtures import Settings as SettingsWrapper
 
@@ -250,3 +251,47 @@ def test_a_question_queues_one_task_and_a_plain_message_none(projects: Project) 
 
     [task] = _queued("question_arrived")
     assert task.args_kwargs == {"args": [str(question.pk)], "kwargs": {}}
+
+
+def test_an_anonymous_server_tells_only_the_server_wide_targets(
+    http_receiver: HttpReceiver, settings: SettingsWrapper
+) -> None:
+    # A user without a token: issuing one would turn authentication on.
+    dana = User.objects.create_user("dana", password="dana-password")
+    make_project(None, "default", "operator")
+    make_project(None, "default", "orchestrator")
+    settings.AI_MEMORY_NOTIFY_URLS = http_receiver.url("everyone")
+    settings.AI_MEMORY_PUBLIC_URL = "https://memory.example.test"
+    NotificationTarget.objects.create(user=dana, url=http_receiver.url("dana"))
+
+    ask()
+    tasks_run_due()
+
+    [posted] = http_receiver.all_now()
+    assert posted.path == "everyone"
+    assert "/web/a/" not in posted.body["message"]  # no answer links without authentication
+
+
+def test_an_attempt_whose_worker_stopped_is_failed_and_never_sent_again(
+    projects: Project, alice: Persona, http_receiver: HttpReceiver
+) -> None:
+    from messaging.housekeeping import housekeeping_run
+
+    notification_target_add(user=alice.user, url=http_receiver.url("alice"))
+    question = ask()
+    found = question_of(question.pk)
+    assert found is not None
+    [delivery_id] = deliveries_make(found, NotificationDelivery.Event.ARRIVAL)
+    # A worker claimed it and stopped (a restart) before it recorded what came of it.
+    NotificationDelivery.objects.filter(pk=delivery_id).update(
+        claimed_at=timezone.now() - timedelta(minutes=6), attempts=1
+    )
+
+    housekeeping_run()
+    tasks_run_due()
+
+    delivery = NotificationDelivery.objects.get(pk=delivery_id)
+    assert (delivery.state, delivery.attempts) == ("failed", 1)
+    assert delivery.last_error.startswith("the worker stopped during this attempt")
+    assert delivery_attempt(delivery_id) is None
+    assert http_receiver.all_now() == []

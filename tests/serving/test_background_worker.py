@@ -5,6 +5,9 @@ the real clock, the server sends the asker's fallback within 5 s."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -22,42 +25,61 @@ pytestmark = pytest.mark.slow
 ASKER = {"workspace": "default", "project": "orchestrator"}
 
 
+def _ask(url: str, question: str, **deadline: str) -> str:
+    """Send ``question`` (options ship and hold) from orchestrator to operator; its id."""
+    body = decision_body_write(
+        question,
+        [{"id": "ship"}, {"id": "hold"}],
+        requires_root=False,
+        reply_project="default/orchestrator",
+        **deadline,
+    )
+    sent = httpx.post(
+        f"{url}/api/v1/messages",
+        json={
+            "to_workspace": "default",
+            "to_project": "operator",
+            "from_workspace": "default",
+            "from_project": "orchestrator",
+            "subject": f"decision: {question}",
+            "body": body,
+        },
+    )
+    sent.raise_for_status()
+    message_id: str = sent.json()["message_id"]
+    return message_id
+
+
 def test_a_served_question_is_told_and_its_fallback_sent_at_the_deadline(
     tmp_path: Path, http_receiver: HttpReceiver
 ) -> None:
+    """On the real clock: the fallback of one question arrives within 5 s of its deadline,
+    and ``decision wait`` on another, without a fallback, ends within 5 s of its own, exit
+    3 (docs/reference.md#deadlines)."""
     environ = {"AI_MEMORY_NOTIFY_URLS": http_receiver.url("everyone")}
     with serving(tmp_path / "data", database_prefix="aimemory_worker", **environ) as (port, _):
         url = f"http://127.0.0.1:{port}"
         for project in ("operator", "orchestrator"):
             session = {"workspace": "default", "project": project, "session_id": project}
             httpx.post(f"{url}/api/v1/sessions", json=session).raise_for_status()
-        body = decision_body_write(
-            "Ship the release?",
-            [{"id": "ship"}, {"id": "hold"}],
-            requires_root=False,
-            reply_project="default/orchestrator",
-            deadline="60s",
-            on_deadline="hold",
-        )
-        sent = httpx.post(
-            f"{url}/api/v1/messages",
-            json={
-                "to_workspace": "default",
-                "to_project": "operator",
-                "from_workspace": "default",
-                "from_project": "orchestrator",
-                "subject": "decision: Ship the release?",
-                "body": body,
-            },
-        )
-        sent.raise_for_status()
-        question_id = sent.json()["message_id"]
-        status = httpx.get(f"{url}/api/v1/messages/{question_id}", params=ASKER).json()
+        question_id = _ask(url, "Ship the release?", deadline="60s", on_deadline="hold")
         deadline = time.time() + 60  # within a second of the server's
+        unanswered = _ask(url, "Hold the release?", deadline="60s")
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "aimemory_site.cli.main", "decision", "wait", unanswered,
+             "--timeout", "120", "--workspace", "default", "--project", "orchestrator"],
+            env={**os.environ, "AI_MEMORY_SERVER_URL": url},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        wait_ended: list[float] = []
 
-        told = http_receiver.next(timeout=20)
-        assert told.body["title"] == "decision: Ship the release?"
-        assert status["expires_at"] is not None
+        def watch() -> None:
+            waiting.wait()
+            wait_ended.append(time.time())
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        status = httpx.get(f"{url}/api/v1/messages/{question_id}", params=ASKER).json()
 
         reply = None
         while reply is None and time.time() < deadline + 15:
@@ -68,15 +90,27 @@ def test_a_served_question_is_told_and_its_fallback_sent_at_the_deadline(
             ).json()
             reply = popped["message"]
         arrived = time.time()
+        watcher.join(20)
+        told = [http_receiver.next(timeout=20) for _ in range(6)]  # 3 events of 2 questions
 
+    assert status["expires_at"] is not None
     assert reply is not None, "no fallback reply came"
     assert arrived - deadline <= 5
     assert reply["decision_reply"]["option"] == "hold"
     assert reply["decision_reply"]["via"] == "deadline"
     assert reply["decision_reply"]["accepted"] is True
-    reminder, outcome = http_receiver.next(timeout=20), http_receiver.next(timeout=20)
-    assert reminder.body["title"] == "reminder: Ship the release?"  # at 80% of the way
-    assert "the asker's fallback hold (hold) was taken" in outcome.body["message"]
+    assert waiting.returncode == 3, waiting.stderr.read() if waiting.stderr else ""
+    assert wait_ended[0] - deadline <= 5
+    assert waiting.stderr is not None
+    assert waiting.stderr.read().startswith("no answer by the deadline (")
+    titles = sorted(posted.body["title"] for posted in told)
+    assert titles == sorted(
+        [f"{kind}: {question}" for kind in ("decision", "decision", "reminder")
+         for question in ("Ship the release?", "Hold the release?")]
+    )  # fmt: skip
+    outcomes = [posted.body["message"].split("\n")[0] for posted in told]
+    assert any("the asker's fallback hold (hold) was taken" in line for line in outcomes)
+    assert any("the question expired unanswered" in line for line in outcomes)
 
 
 @pytest.mark.skipif(
