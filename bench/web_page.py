@@ -3,7 +3,9 @@ PostgreSQL, a fresh database on that server).
 
 Seeds what ``make bench`` seeds for its web rows (1,000 projects, 10,000 pending messages,
 settled), then renders ``/web/`` through Django's handler, without gunicorn or a client,
-and prints the median of 20 renders and the page's queries. ``make bench`` times the
+and prints the median of 20 renders and the page's queries; with
+``BENCH_WEB_SIGNED_IN=1`` as a signed-in superuser (whose home also lists the questions
+waiting on them). ``make bench`` times the
 page served; this isolates what the page itself costs, so two revisions can be compared
 in one sitting. Not part of ``make bench``.
 """
@@ -55,6 +57,13 @@ def _measure() -> None:
     from django.test.utils import CaptureQueriesContext
 
     client = Client(HTTP_HOST="127.0.0.1")
+    who = "anonymous"
+    if os.environ.get("BENCH_WEB_SIGNED_IN"):
+        # A signed-in viewer's home also lists the questions waiting on them.
+        from django.contrib.auth.models import User
+
+        client.force_login(User.objects.create_superuser("bench-admin", password="x"))
+        who = "signed in"
     for _ in range(3):  # warm: templates compiled, connection open
         assert client.get("/web/").status_code == 200
     with CaptureQueriesContext(connection) as queries:
@@ -67,7 +76,7 @@ def _measure() -> None:
         client.get("/web/")
         took.append(time.perf_counter() - started)
     print(
-        f"/web/ on {connection.vendor}: median {statistics.median(took) * 1000:.1f} ms of "
+        f"/web/ on {connection.vendor}, {who}: median {statistics.median(took) * 1000:.1f} ms of "
         f"{RENDERS} renders, {query_count} queries, {len(page.content):,} bytes"
     )
     connection.close()

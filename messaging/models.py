@@ -143,6 +143,14 @@ class Message(models.Model):
                 condition=models.Q(state="pending", expires_at__isnull=False),
                 name="message_expiring",
             ),
+            # The pending questions (docs/reference.md#waiting-on-you), which a signed-in
+            # viewer's home page and its live region read every second: without it, a scan
+            # of every message ever kept. Only a question's send and its end write it.
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(state="pending", decision__isnull=False),
+                name="message_pending_question",
+            ),
             # What the retention purge walks, oldest first: a send writes nothing to it;
             # the claim, cancel or expiry that finishes a message adds it.
             models.Index(
