@@ -32,17 +32,17 @@ from django.db.models import F
 from django.utils import timezone
 
 from aimemory_site.lib.decisions import deadline_text
-from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.sql import db_value, placeholders
 from messaging import answer_links
 from messaging.answer_links import LINKS_NEED_PUBLIC_URL, answer_page_url
 from messaging.answer_selectors import (
-    answer_refusal,
     decision_of,
     question_deadline,
     question_fallback,
+    users_who_may_answer,
 )
 from messaging.models import Message, NotificationDelivery, NotificationTarget
+from projects.auth import auth_enabled
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -126,26 +126,24 @@ def _server_destination(url: str) -> Destination:
 
 
 def question_destinations(question: Message) -> list[Destination]:
-    """Every enabled target of every user who may answer ``question`` (``answer_refusal``
-    says who), then the server-wide targets. On an anonymous server only the latter.
-    Precondition: ``question`` is a question, with ``to_project__workspace``."""
-    from projects.auth import auth_enabled
-
+    """Every enabled target of every user who may answer ``question`` (the rule of
+    ``answer_refusal``, asked of them all at once: ``users_who_may_answer``), then the
+    server-wide targets. On an anonymous server only the latter. At most four queries,
+    however many targets. Precondition: ``question`` is a question, with ``to_project__workspace``."""
     destinations = []
     if auth_enabled():
-        targets = NotificationTarget.objects.filter(enabled=True).select_related("user")
-        allowed: dict[int, bool] = {}
-        for target in targets.order_by("user_id", "id"):
-            user = target.user
-            if not user.is_active:
-                continue
-            if user.pk not in allowed:
-                refusal = answer_refusal(Principal.for_user(user), question.to_project, question)
-                allowed[user.pk] = refusal is None
-            if allowed[user.pk]:
-                destinations.append(
-                    Destination(key=f"target:{target.pk}", target=target, url=target.url)
-                )
+        targets = list(
+            NotificationTarget.objects.filter(enabled=True, user__is_active=True)
+            .select_related("user")
+            .order_by("user_id", "id")
+        )
+        users = list({target.user_id: target.user for target in targets}.values())
+        allowed = {user.pk for user in users_who_may_answer(users, question.to_project, question)}
+        destinations = [
+            Destination(key=f"target:{target.pk}", target=target, url=target.url)
+            for target in targets
+            if target.user_id in allowed
+        ]
     destinations.extend(_server_destination(url) for url in server_notify_urls())
     return destinations
 

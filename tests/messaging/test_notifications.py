@@ -295,3 +295,41 @@ def test_an_attempt_whose_worker_stopped_is_failed_and_never_sent_again(
     assert delivery.last_error.startswith("the worker stopped during this attempt")
     assert delivery_attempt(delivery_id) is None
     assert http_receiver.all_now() == []
+
+
+@pytest.mark.parametrize("requires_root", [False, True])
+def test_who_is_told_is_who_may_answer_in_three_queries(
+    projects: Project,
+    alice: Persona,
+    bob: Persona,
+    charlie: Persona,
+    settings: SettingsWrapper,
+    requires_root: bool,
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from messaging.answer_selectors import answer_refusal
+    from messaging.notifications import question_destinations
+
+    settings.AI_MEMORY_ROOT_USERNAME = "alice"
+    dana = User.objects.create_user("dana", password="dana-password")
+    Grant.objects.create(user=dana, project=projects, level=Grant.Level.WRITE)  # not the asker
+    everyone = [alice.user, bob.user, charlie.user, dana]
+    for user in everyone:
+        notification_target_add(user=user, url=f"json://127.0.0.1:9/{user.username}")
+    question = question_of(ask(requires_root=requires_root).pk)
+    assert question is not None
+
+    with CaptureQueriesContext(connection) as queries:
+        told = {d.target.user.username for d in question_destinations(question) if d.target}
+
+    expected = {
+        user.username
+        for user in everyone
+        if answer_refusal(Principal.for_user(user), projects, question) is None
+    }
+    assert told == expected == {"alice"}
+    # The targets, the reply_project, every user's grants (the root token is set, so
+    # whether authentication is on costs none), however many users.
+    assert len(queries.captured_queries) == 3
