@@ -25,9 +25,10 @@ def _indexed_columns(table: str) -> list[tuple[str, ...]]:
     )
 
 
-def test_a_message_row_is_written_to_three_indexes_and_five_partial_ones() -> None:
+def test_a_message_row_is_written_to_three_indexes_and_six_partial_ones() -> None:
     assert _indexed_columns(Message._meta.db_table) == [
         ("claimed_by_session_id",),  # partial: only claims made in a session
+        ("created_at",),  # partial: pending questions, for the viewers they wait on
         ("created_at", "id"),  # partial: finished messages, for the retention purge
         ("expires_at",),  # partial: pending sends with an expiry, for the expiry sweep
         ("from_project_id", "idempotency_key", "idempotency_principal"),  # partial: keyed sends
