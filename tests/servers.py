@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -43,7 +44,7 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 60
             with urllib.request.urlopen(url, timeout=2) as response:
                 status: int = response.status
                 return status
-        except (urllib.error.URLError, ConnectionError):
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
             time.sleep(0.2)  # polling a process we do not control; no barrier exists
     raise AssertionError(f"{url} did not answer within {deadline_s}s")
 
@@ -123,13 +124,15 @@ def serving(
     *options: str,
     database_prefix: str,
     database_url: str | None = None,
+    port: int | None = None,
     **environ: str,
 ) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
-    """``ai-memory serve`` with ``options`` on a free port of 127.0.0.1, anonymous, on the
-    suite's kind of database (a fresh one on PostgreSQL runs, unless ``database_url``
-    names one, as several hosts of one database share it), once it answers ``/healthz``:
-    its port and process. Its output goes to ``data_dir / "server.log"``."""
-    port = free_port()
+    """``ai-memory serve`` with ``options`` on a free port of 127.0.0.1 (or ``port``),
+    anonymous, on the suite's kind of database (a fresh one on PostgreSQL runs, unless
+    ``database_url`` names one, as several hosts of one database share it), once it
+    answers ``/healthz``: its port and process. Its output goes to
+    ``data_dir / "server.log"``."""
+    port = free_port() if port is None else port
     env = dict(os.environ)
     for name in ("AI_MEMORY_ROOT_TOKEN", "AI_MEMORY_RATE_LIMIT", "DATABASE_URL"):
         env.pop(name, None)
@@ -231,6 +234,11 @@ class RawConnection:
             self.reader.readline()  # the empty trailer section
             body = b"".join(pieces)
         return Answer(int(status_line.split()[1]), headers, body)
+
+    def answered(self) -> bool:
+        """Whether an answer (or the connection's end) is there to read, without waiting."""
+        readable, _, _ = select.select([self.sock], [], [], 0)
+        return bool(readable)
 
     def closed_by_server(self) -> bool:
         """True when the server ended the connection with a FIN; a reset raises."""

@@ -130,8 +130,8 @@ def test_serve_first_says_its_url_database_data_dir_and_auth_mode(tmp_path: Path
 @pytest.mark.slow
 def test_serve_says_its_public_url_when_set(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    public = {"AI_MEMORY_PUBLIC_URL": "https://memory.example.test/"}
-    with serving(data_dir, database_prefix="aimemory_public_url", **public):
+    public = "https://memory.example.test/"
+    with serving(data_dir, database_prefix="aimemory_public_url", AI_MEMORY_PUBLIC_URL=public):
         line = (data_dir / "server.log").read_text().splitlines()[0]
 
     assert line.endswith("; public URL https://memory.example.test")

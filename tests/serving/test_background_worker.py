@@ -56,8 +56,10 @@ def test_a_served_question_is_told_and_its_fallback_sent_at_the_deadline(
     """On the real clock: the fallback of one question arrives within 5 s of its deadline,
     and ``decision wait`` on another, without a fallback, ends within 5 s of its own, exit
     3 (docs/reference.md#deadlines)."""
-    environ = {"AI_MEMORY_NOTIFY_URLS": http_receiver.url("everyone")}
-    with serving(tmp_path / "data", database_prefix="aimemory_worker", **environ) as (port, _):
+    everyone = http_receiver.url("everyone")
+    with serving(
+        tmp_path / "data", database_prefix="aimemory_worker", AI_MEMORY_NOTIFY_URLS=everyone
+    ) as (port, _):
         url = f"http://127.0.0.1:{port}"
         for project in ("operator", "orchestrator"):
             session = {"workspace": "default", "project": project, "session_id": project}
@@ -118,14 +120,24 @@ def test_a_served_question_is_told_and_its_fallback_sent_at_the_deadline(
     reason="two hosts share one database only on PostgreSQL",
 )
 def test_two_hosts_tell_each_question_once(tmp_path: Path, http_receiver: HttpReceiver) -> None:
-    environ = {"AI_MEMORY_NOTIFY_URLS": f"{http_receiver.url('a')} {http_receiver.url('b')}"}
+    targets = f"{http_receiver.url('a')} {http_receiver.url('b')}"
     with (
         spawn_database_url("aimemory_two_workers") as database_url,
-        serving(tmp_path / "one", database_prefix="", database_url=database_url, **environ) as (
+        serving(
+            tmp_path / "one",
+            database_prefix="",
+            database_url=database_url,
+            AI_MEMORY_NOTIFY_URLS=targets,
+        ) as (
             one,
             _,
         ),
-        serving(tmp_path / "two", database_prefix="", database_url=database_url, **environ) as (
+        serving(
+            tmp_path / "two",
+            database_prefix="",
+            database_url=database_url,
+            AI_MEMORY_NOTIFY_URLS=targets,
+        ) as (
             two,
             _,
         ),

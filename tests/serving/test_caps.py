@@ -66,26 +66,49 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         yield served
 
 
-def _park(served: Served, count: int, source: str = "127.0.0.1") -> list[RawConnection]:
-    """``count`` pops parked on the inbox from ``source``, for up to 30 s each."""
-    parked = []
+def _park_one(served: Served, source: str) -> RawConnection:
+    """A pop sent from ``source`` to park on the inbox for up to 30 s; not yet answered."""
     body = json.dumps({**INBOX, "wait_seconds": 30}).encode()
-    for _ in range(count):
-        connection = RawConnection(served.port, source)
-        head = connection.head(
-            "POST",
-            "/api/v1/messages/pop",
-            {"Content-Type": "application/json", "Content-Length": str(len(body))},
-        )
-        connection.send(head + body)
-        parked.append(connection)
-    return parked
+    connection = RawConnection(served.port, source)
+    head = connection.head(
+        "POST",
+        "/api/v1/messages/pop",
+        {"Content-Type": "application/json", "Content-Length": str(len(body))},
+    )
+    connection.send(head + body)
+    return connection
+
+
+def _park(served: Served, count: int, source: str = "127.0.0.1") -> list[RawConnection]:
+    """``count`` pops parked on the inbox from ``source``, for up to 30 s each, once every
+    one holds its place: after them ``source``, or the host, is at its cap.
+
+    The server takes the pops in its own time, so a probe from ``source`` tells when:
+    refused, every place counted is one of these pops'. A probe that parked instead may
+    have taken a place before one of them, which it then refused: that one is sent
+    again."""
+    parked = [_park_one(served, source) for _ in range(count)]
+    deadline = time.monotonic() + 30
+    with client_from(source, timeout=30) as probe:
+        while True:
+            for index, connection in enumerate(parked):
+                if connection.answered():
+                    refused = connection.answer()
+                    assert refused.status == 429, (refused.status, refused.body)
+                    connection.close()
+                    parked[index] = _park_one(served, source)
+            answer = probe.post(
+                f"{served.url}/api/v1/messages/pop", json={**INBOX, "wait_seconds": 1}
+            )
+            if answer.status_code == 429:
+                return parked
+            assert time.monotonic() < deadline, "the pops never all took their places"
 
 
 def _refused_once_parked(call: Any) -> Any:
-    """Call ``call()`` until it is refused: the pops parked before it take their places
-    in the server's own time, and a call made before they have is served (and, with
-    nothing to claim, answers at its short time-out)."""
+    """Call ``call()`` until it is refused. The parked pops hold their places (``_park``),
+    so the first call is, unless it came from a caller with room left; a few tries allow
+    for a place freed and taken again meanwhile."""
     deadline = time.monotonic() + 20
     while True:
         answer = call()
@@ -116,7 +139,9 @@ def _answer_all(served: Served, parked: list[RawConnection]) -> None:
         answer = httpx.post(f"{served.url}/api/v1/messages", json={**SEND, "to_project": "capped"})
         answer.raise_for_status()
     for connection in parked:
-        assert connection.answer().json()["message"] is not None
+        popped = connection.answer()
+        assert popped.status == 200, (popped.status, popped.body)
+        assert popped.json()["message"] is not None
         connection.close()
 
 
