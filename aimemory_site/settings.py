@@ -164,6 +164,14 @@ AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS = env_bool("AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS"
 AI_MEMORY_PUBLIC_URL = env_str("AI_MEMORY_PUBLIC_URL").rstrip("/")
 # Server-wide notification targets, Apprise URLs (docs/reference.md#notifications).
 AI_MEMORY_NOTIFY_URLS = env_str("AI_MEMORY_NOTIFY_URLS")
+# Seconds between two wakes of one wake webhook (docs/reference.md#wake-webhooks).
+AI_MEMORY_WAKE_DEBOUNCE = env_int("AI_MEMORY_WAKE_DEBOUNCE", 60)
+if AI_MEMORY_WAKE_DEBOUNCE < 1:
+    raise ImproperlyConfigured(
+        f"AI_MEMORY_WAKE_DEBOUNCE must be at least 1 second, got {AI_MEMORY_WAKE_DEBOUNCE}"
+    )
+# Loopback http:// wake webhook URLs, for tests and a receiver on the same host.
+AI_MEMORY_ALLOW_LOOPBACK_WEBHOOKS = env_bool("AI_MEMORY_ALLOW_LOOPBACK_WEBHOOKS")
 # "N/minute" per token (per address when anonymous); unset = off (docs/reference.md#limits-and-faults).
 AI_MEMORY_RATE_LIMIT = env_str("AI_MEMORY_RATE_LIMIT")
 # Seconds a served connection may go without a byte of its request arriving (or of its

@@ -1,14 +1,16 @@
 """Messages in Django admin: read-only audit rows (states change only through services);
-notification targets, their URLs masked once saved, and the delivery log."""
+notification targets, their URLs masked once saved, and the delivery log; wake webhooks,
+their secrets never shown once saved."""
 
 from __future__ import annotations
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.http import HttpRequest
 
-from messaging.models import Message, NotificationDelivery, NotificationTarget
+from messaging.models import Message, NotificationDelivery, NotificationTarget, WakeWebhook
 from messaging.notifications import notify_url_masked, notify_url_refusal
+from messaging.wake_webhooks import wake_secret_new, wake_url_refusal, wake_url_shown
 
 
 @admin.register(Message)
@@ -102,3 +104,107 @@ class NotificationDeliveryAdmin(admin.ModelAdmin[NotificationDelivery]):
         self, request: HttpRequest, obj: NotificationDelivery | None = None
     ) -> bool:
         return False
+
+
+class WakeWebhookForm(forms.ModelForm[WakeWebhook]):
+    """A webhook's URL must be one the server calls (docs/reference.md#wake-webhooks); its
+    secret is typed once (a routine's bearer token) or made by the server (generic)."""
+
+    class Meta:
+        model = WakeWebhook
+        fields = ["project", "url", "dialect", "secret", "enabled"]
+        widgets = {"secret": forms.PasswordInput(render_value=False)}
+        help_texts = {
+            "url": "https://, or http:// on loopback with AI_MEMORY_ALLOW_LOOPBACK_WEBHOOKS=1.",
+            "secret": "claude-routine: the routine's bearer token. generic: leave empty, and "
+            "the server makes the signing secret and shows it once.",
+        }
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.fields["secret"].required = False
+
+    def clean_url(self) -> str:
+        url = str(self.cleaned_data["url"]).strip()
+        refusal = wake_url_refusal(url)
+        if refusal is not None:
+            raise forms.ValidationError(refusal)
+        return url
+
+    def clean(self) -> dict[str, object]:
+        cleaned = super().clean() or {}
+        secret = str(cleaned.get("secret") or "").strip()
+        dialect = cleaned.get("dialect")
+        if dialect == WakeWebhook.Dialect.CLAUDE_ROUTINE and not secret:
+            self.add_error("secret", "a claude-routine webhook needs the routine's bearer token")
+        if dialect == WakeWebhook.Dialect.GENERIC and secret:
+            self.add_error("secret", "a generic webhook's secret is made by the server")
+        cleaned["secret"] = secret
+        return cleaned
+
+
+@admin.register(WakeWebhook)
+class WakeWebhookAdmin(admin.ModelAdmin[WakeWebhook]):
+    list_display = [
+        "id",
+        "project",
+        "dialect",
+        "shown_url",
+        "enabled",
+        "failures",
+        "last_sent_at",
+        "disabled_reason",
+    ]
+    list_filter = ["enabled", "dialect"]
+    list_select_related = ["project__workspace"]
+    search_fields = ["project__name", "project__workspace__name"]
+    _STATE = ["failures", "disabled_reason", "last_error", "last_attempt_at", "last_sent_at"]
+
+    def get_form(  # type: ignore[override]  # django-stubs: the form class is generic
+        self, request: HttpRequest, obj: WakeWebhook | None = None, **kwargs: object
+    ) -> type[forms.ModelForm[WakeWebhook]]:
+        if obj is None:
+            kwargs["form"] = WakeWebhookForm
+        return super().get_form(request, obj, **kwargs)  # type: ignore[arg-type]
+
+    @admin.display(description="URL (credentials hidden)")
+    def shown_url(self, obj: WakeWebhook) -> str:
+        return wake_url_shown(obj.url)
+
+    def get_fields(  # type: ignore[override]  # django-stubs: fields may also be groups
+        self, request: HttpRequest, obj: WakeWebhook | None = None
+    ) -> list[str]:
+        if obj is None:
+            return ["project", "url", "dialect", "secret", "enabled"]
+        # Saved: the secret is never shown again; replace the webhook to change it.
+        return ["project", "shown_url", "dialect", "enabled", *self._STATE]
+
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: WakeWebhook | None = None
+    ) -> list[str]:
+        if obj is None:
+            return []
+        return ["project", "shown_url", "dialect", *self._STATE]
+
+    def save_model(
+        self,
+        request: HttpRequest,
+        obj: WakeWebhook,
+        form: forms.ModelForm[WakeWebhook],
+        change: bool,
+    ) -> None:
+        made = None
+        if not change and obj.dialect == WakeWebhook.Dialect.GENERIC:
+            obj.secret = made = wake_secret_new()
+        if change and "enabled" in form.changed_data and obj.enabled:
+            # Enabled again by hand: a fresh start, with no wake left queued.
+            obj.failures = 0
+            obj.disabled_reason = ""
+            obj.wake_due_at = None
+        super().save_model(request, obj, form, change)
+        if made is not None:
+            self.message_user(
+                request,
+                f"The webhook's signing secret, shown only this once: {made}",
+                level=messages.WARNING,
+            )

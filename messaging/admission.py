@@ -14,20 +14,16 @@ project for pop and cancel) and the actor, never a message body, subject or id.
 
 from __future__ import annotations
 
-import http.client
 import json
 import logging
 import threading
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from typing import Any, Final
 
 from django.db import transaction
 
 from aimemory_site.lib.errors import Code, Forbidden
 from aimemory_site.lib.principal import Principal
+from aimemory_site.lib.webhook_post import webhook_post
 from messaging.admission_config import (
     MESSAGE_CANCEL,
     MESSAGE_POP,
@@ -44,8 +40,6 @@ logger = logging.getLogger(__name__)
 _VERBS: Final[dict[str, str]] = {MESSAGE_SEND: "send", MESSAGE_POP: "pop", MESSAGE_CANCEL: "cancel"}
 
 MAX_ASYNC_ADMISSION_IN_FLIGHT = 256
-RESPONSE_MAX_BYTES = 1024 * 1024
-_READ_CHUNK_BYTES = 64 * 1024
 
 # Observer deliveries running now (each holds one slot until its POST ends). Module state
 # because the bound is per process, across requests.
@@ -173,55 +167,13 @@ def _observer_deliver(
         slots.release()
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A 3xx is an answer like any other non-2xx; following it would re-send as GET."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-_opener = urllib.request.build_opener(_NoRedirect)
-
-
 def _post(hook: AdmissionWebhook, op: str, body: bytes) -> str | None:
-    """POST ``body`` to ``hook``; None for a 2xx answer, else what went wrong, in words.
-
-    The timeout bounds the connect and each read, and the whole exchange is checked
-    against it too; at most ``RESPONSE_MAX_BYTES`` of the answer are read (and dropped:
-    only the status decides).
-    """
-    request = urllib.request.Request(
+    """POST ``body`` to ``hook``; None for a 2xx answer, else what went wrong, in words
+    (``webhook_post``: no redirect followed, the answer's size and time bounded)."""
+    return webhook_post(
         hook.url,
-        data=body,
-        method="POST",
+        body,
         headers={"Content-Type": "application/json", "X-Memory-Op": op},
+        timeout=hook.timeout_ms / 1000,
+        timed_out=f"timed out after {hook.timeout_ms} ms",
     )
-    timeout = hook.timeout_ms / 1000
-    deadline = time.monotonic() + timeout
-    timed_out = f"timed out after {hook.timeout_ms} ms"
-    try:
-        with _opener.open(request, timeout=timeout) as response:
-            status: int = response.status
-            read = 0
-            while read < RESPONSE_MAX_BYTES:
-                if time.monotonic() > deadline:
-                    return timed_out
-                chunk = response.read(min(_READ_CHUNK_BYTES, RESPONSE_MAX_BYTES - read))
-                if not chunk:
-                    break
-                read += len(chunk)
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        return f"answered HTTP {exc.code}"
-    except TimeoutError:
-        return timed_out
-    except urllib.error.URLError as exc:
-        if isinstance(exc.reason, TimeoutError):
-            return timed_out
-        return f"is unreachable: {exc.reason}"
-    except (OSError, http.client.HTTPException) as exc:
-        # A connection reset mid-answer, or a malformed status line.
-        return f"is unreachable: {exc}"
-    if not 200 <= status < 300:
-        return f"answered HTTP {status}"
-    return None

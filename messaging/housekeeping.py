@@ -1,7 +1,8 @@
 """The server's housekeeping (docs/reference.md#expiry-and-retention): retry ids past their window,
 expired messages stored as such, notification attempts whose worker stopped marked
-failed, and with ``AI_MEMORY_RETENTION_DAYS`` the finished
-messages and handoffs older than that (``messaging.retention``).
+failed, wake webhooks' wakes whose task is gone queued again, and with
+``AI_MEMORY_RETENTION_DAYS`` the finished messages and handoffs older than that
+(``messaging.retention``).
 
 ``ai-memory serve`` has its background worker run it at start and every
 ``HOUSEKEEPING_EVERY_SECONDS``, off every request's path (the ``housekeeping_hourly``
@@ -25,6 +26,7 @@ from django_tasks_db.models import DBTaskResult
 from messaging.notifications import deliveries_abandon
 from messaging.retention import housekeeping as retention_housekeeping
 from messaging.services import retry_ids_purge
+from messaging.tasks import wakes_requeue_overdue
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +41,7 @@ def housekeeping_run() -> None:
         retry_ids_purge()
         retention_housekeeping()
         deliveries_abandon()
+        wakes_requeue_overdue()
     except Exception:
         logger.exception("the housekeeping failed (the next run tries again)")
     finally:

@@ -279,12 +279,23 @@ class Announcement(models.Model):
 class SessionWait(models.Model):
     """The newest session wake of a session: a wait whose token is no longer this one has
     been superseded (docs/reference.md#waiting-and-waking). In the database, not in a
-    process, so that a wait parked in one worker learns of a newer one in another."""
+    process, so that a wait parked in one worker learns of a newer one in another.
+
+    ``project`` and ``parked_until`` say, to every process and host, that a session of
+    that project is parked in a wait: a wake webhook of the project is not called then
+    (docs/reference.md#wake-webhooks). Set when the wait starts, to its end plus a
+    grace (a waiter parks again within it); brought back to now plus the grace when it
+    ends; a wait whose process died stops counting by itself."""
 
     session = models.OneToOneField(
         AgentSession, on_delete=models.CASCADE, primary_key=True, related_name="+"
     )
     token = models.UUIDField()
+    # Indexed (a foreign key's index): a webhook's wake asks for the project's parked waits.
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    parked_until = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"{self.session_id}: {self.token}"
@@ -356,3 +367,50 @@ class NotificationDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} of {self.message_id} to {self.destination}"
+
+
+class WakeWebhook(models.Model):
+    """A URL the server POSTs to when mail arrives for a project that has no session to
+    wake (docs/reference.md#wake-webhooks): a cloud routine, a CI job, a bot. ``secret``
+    is the HMAC key of a ``generic`` webhook, the bearer token of a ``claude-routine``
+    one: a credential, never shown once saved.
+
+    The debounce and the one wake at a time are these columns, decided by guarded
+    updates (``messaging.wake_webhooks``) so every process and host agrees: a send sets
+    ``wake_due_at`` only where it is null (and queues the one task), the task's claim
+    clears it and opens the quiet window (``quiet_until``)."""
+
+    class Dialect(models.TextChoices):
+        GENERIC = "generic", "generic"
+        CLAUDE_ROUTINE = "claude-routine", "claude-routine"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="wake_webhooks")
+    url = models.TextField()
+    dialect = models.CharField(max_length=20, choices=Dialect.choices, default=Dialect.GENERIC)
+    secret = models.CharField(max_length=500)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    # Failed attempts in a row; the fifth disables the webhook, saying why.
+    failures = models.PositiveIntegerField(default=0)
+    disabled_reason = models.CharField(max_length=500, blank=True)
+    # A wake is queued for this moment (its task exists); null: none is.
+    wake_due_at = models.DateTimeField(null=True, blank=True)
+    # No new wake is made before this: the debounce window of the last one.
+    quiet_until = models.DateTimeField(null=True, blank=True)
+    # Mail created up to here was told (by a wake, or to a parked session): a wake's
+    # ``new_message_count`` counts what came after.
+    told_until = models.DateTimeField(null=True, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_sent_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(dialect__in=["generic", "claude-routine"]),
+                name="wake_webhook_dialect_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.dialect} webhook {self.pk} of {self.project}"

@@ -397,21 +397,38 @@ def _delivery_record(delivery: NotificationDelivery, error: str | None) -> Attem
     if target is not None:
         NotificationTarget.objects.filter(pk=target.pk).update(failures=F("failures") + 1)
         still_enabled = not target_disable_if_failing(target.pk, error)
-    if delivery.attempts <= len(RETRY_DELAYS) and still_enabled:
+    retry_at = retry_due(delivery.attempts, now)
+    if retry_at is not None and still_enabled:
         rows.update(last_error=error, claimed_at=None)
-        retry_at = now + timedelta(seconds=RETRY_DELAYS[delivery.attempts - 1])
         return Attempted(delivery.pk, NotificationDelivery.State.PENDING, retry_at)
     rows.update(state=NotificationDelivery.State.FAILED, last_error=error)
     return Attempted(delivery.pk, NotificationDelivery.State.FAILED)
 
 
+def retry_due(attempts: int, now: datetime) -> datetime | None:
+    """When the next attempt is due after ``attempts`` failed ones in a row (after 5, 15,
+    30 and 60 s: ``RETRY_DELAYS``), or None when that was the last. Notifications and
+    wake webhooks (``messaging.wake_webhooks``) retry by it."""
+    if not 1 <= attempts <= len(RETRY_DELAYS):
+        return None
+    return now + timedelta(seconds=RETRY_DELAYS[attempts - 1])
+
+
+def disabled_reason(error: str) -> str:
+    """Why a target or webhook whose last ``FAILURES_THAT_DISABLE`` attempts all failed
+    is disabled, ``error`` being the last one's failure."""
+    return f"disabled after {FAILURES_THAT_DISABLE} failed attempts in a row; the last: {error}"[
+        :500
+    ]
+
+
 def target_disable_if_failing(target_id: int, error: str) -> bool:
     """Disable target ``target_id`` when its last ``FAILURES_THAT_DISABLE`` attempts all
     failed, with ``error`` in its reason; whether it is disabled now."""
-    reason = f"disabled after {FAILURES_THAT_DISABLE} failed attempts in a row; the last: {error}"
+    reason = disabled_reason(error)
     NotificationTarget.objects.filter(
         pk=target_id, enabled=True, failures__gte=FAILURES_THAT_DISABLE
-    ).update(enabled=False, disabled_reason=reason[:500])
+    ).update(enabled=False, disabled_reason=reason)
     return not NotificationTarget.objects.filter(pk=target_id, enabled=True).exists()
 
 

@@ -78,7 +78,8 @@ from messaging.models import (
     pending_in_inbox_params,
 )
 from messaging.register_services import decision_register_record
-from messaging.tasks import question_task_row
+from messaging.tasks import question_task_row, wake_schedule
+from messaging.wake_webhooks import wake_needed_params, wake_needed_sql
 from projects.access import (
     Level,
     project_access,
@@ -290,7 +291,7 @@ def _send_commit(
     # to commit, so nothing but the statements themselves belongs inside.
     statements = _send_statements(message, activities)
     with _write_block(one_query=True):
-        inserted, heard = _insert_within_bound(statements)
+        inserted, heard, wake = _insert_within_bound(statements)
         if not inserted:
             raise Conflict(
                 f"the inbox of {recipient} is full: {MAX_PENDING_PER_INBOX} messages are "
@@ -300,6 +301,9 @@ def _send_commit(
         admission_observe(MESSAGE_SEND, principal=principal, project=recipient, session=session)
     if heard:
         wake_publish([inbox_topic(recipient.pk)])
+    if wake:
+        # After the commit, in a transaction of its own (docs/reference.md#wake-webhooks).
+        wake_schedule(recipient.pk)
 
 
 def _write_block(*, one_query: bool) -> contextlib.AbstractContextManager[Any]:
@@ -378,6 +382,11 @@ def _send_statements(message: Message, activities: list[Activity]) -> list[_Stat
     A question also inserts its background task's row (``question_task_row``) with the
     activity rows, only if the message was inserted: one commit, and the task exists if
     and only if the question does (docs/reference.md#notifications).
+
+    The activity rows' statement also answers whether the recipient has an enabled wake
+    webhook with no wake queued (``wake_needed_sql``; docs/reference.md#wake-webhooks):
+    an index probe in a statement the send runs anyway (its ``RETURNING`` on SQLite),
+    no statement more; the wake itself is queued after the commit.
     """
     task = None if message.decision is None else insert_parts([question_task_row(message)])[2][0]
     [values] = insert_parts([message])[2]
@@ -389,7 +398,11 @@ def _send_statements(message: Message, activities: list[Activity]) -> list[_Stat
     activity_params = [value for row in activity_values for value in row]
     if connection.vendor != "postgresql":
         sql = _send_sql(connection.vendor, len(activities), None, task is not None)
-        statements = [(sql[0], [*values, *count_params]), (sql[1], activity_params)]
+        wake_params = wake_needed_params(message.to_project_id)
+        statements = [
+            (sql[0], [*values, *count_params]),
+            (sql[1], [*activity_params, *wake_params]),
+        ]
         if task is not None:
             statements.append((sql[2], task))
         return statements
@@ -398,6 +411,7 @@ def _send_statements(message: Message, activities: list[Activity]) -> list[_Stat
     params = [message.to_project_id, *values, *count_params, *activity_params, *(task or [])]
     if unheard is not None:
         params.append(inbox_topic(message.to_project_id))
+    params.extend(wake_needed_params(message.to_project_id))
     return [(sql[0], params)]
 
 
@@ -406,9 +420,10 @@ def _send_sql(
     vendor: str, activity_count: int, unheard: str | None, with_task: bool
 ) -> tuple[str, ...]:
     """The statements of ``_send_statements`` on ``vendor``, built once: two on SQLite
-    (three ``with_task``), one query string of two statements on PostgreSQL, whose answer
-    is whether it inserted and, with ``unheard`` (``wake_unheard_sql`` of the inbox's
-    topic), whether no one can be waiting on the inbox."""
+    (three ``with_task``), the activity rows' answering whether a wake webhook is to be
+    woken; one query string of two statements on PostgreSQL, whose answer is whether it
+    inserted, with ``unheard`` (``wake_unheard_sql`` of the inbox's topic) whether no one
+    can be waiting on the inbox, and whether a wake webhook is to be woken."""
     table, columns = insert_columns(Message)
     activity_table, activity_columns = insert_columns(Activity)
     count_sql = f"SELECT COUNT(*) FROM {table} WHERE {PENDING_IN_INBOX_SQL}"
@@ -417,7 +432,7 @@ def _send_sql(
         return (
             f"INSERT INTO {table} ({columns}) SELECT {placeholders(field_count)} "
             f"WHERE ({count_sql}) < %s",
-            insert_values_sql(Activity, activity_count),
+            f"{insert_values_sql(Activity, activity_count)} RETURNING {wake_needed_sql()}",
             *([insert_values_sql(DBTaskResult)] if with_task else []),
         )
     typed_activity = typed_placeholders(Activity)
@@ -437,31 +452,34 @@ def _send_sql(
         f"SELECT 1 FROM {Project._meta.db_table} WHERE id = %s FOR NO KEY UPDATE; "
         f"WITH m AS (INSERT INTO {table} ({columns}) SELECT {typed_placeholders(Message)} "
         f"WHERE ({count_sql}) < %s RETURNING 1), {activity_inserts} "
-        f"SELECT COUNT(*), {unheard or 'false'} FROM m",
+        f"SELECT COUNT(*), {unheard or 'false'}, {wake_needed_sql()} FROM m",
     )
 
 
-def _insert_within_bound(statements: list[_Statement]) -> tuple[bool, bool]:
-    """Run a send's statements unless the inbox is full; say whether it inserted, and
+def _insert_within_bound(statements: list[_Statement]) -> tuple[bool, bool, bool]:
+    """Run a send's statements unless the inbox is full; say whether it inserted,
     whether a call may be waiting on the inbox (``wake_unheard_sql``: no publication is
-    needed when its statement says none can be; else, or without one, it is).
+    needed when its statement says none can be; else, or without one, it is), and
+    whether a wake webhook of the recipient is to be woken (``wake_needed_sql``).
 
     On SQLite this must run inside the send's transaction; on PostgreSQL it is one.
     """
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
-            (insert, insert_params), *following = statements
+            (insert, insert_params), (activity, activity_params), *following = statements
             cursor.execute(insert, insert_params)
             if cursor.rowcount != 1:
-                return False, True
-            for sql, params in following:  # the activity rows, a question's task
+                return False, True, False
+            cursor.execute(activity, activity_params)  # answers the wake webhook's question
+            wake = any(row[0] for row in cursor.fetchall())
+            for sql, params in following:  # a question's task
                 cursor.execute(sql, params)
-            return True, True
+            return True, True, wake
         [(lock_and_insert, params)] = statements
         cursor.execute(lock_and_insert, params)
         cursor.nextset()  # past the lock's result, to the insert's count
-        inserted, unheard = cursor.fetchone()
-        return inserted == 1, not unheard
+        inserted, unheard, wake = cursor.fetchone()
+        return inserted == 1, not unheard, inserted == 1 and bool(wake)
 
 
 def message_pop(

@@ -10,6 +10,9 @@ claimed (``messaging.notifications``), so a task run twice does nothing twice.
   and at the deadline the asker's fallback answer and the outcome told
   (``question_arrived``, queued by the question's send itself: ``question_task_row``).
 - A notification that failed: tried again after 5, 15, 30 and 60 s.
+- Mail for a project with a wake webhook: the wake, at most one per debounce window, and
+  a failed one again after 5, 15, 30 and 60 s (``wake_fire``, queued after the send's
+  commit by ``wake_schedule``; ``messaging.wake_webhooks``).
 
 The housekeeping's task, at start and every hour, is in ``messaging.housekeeping``.
 """
@@ -47,6 +50,7 @@ from messaging.notifications import (
     delivery_attempt,
     question_of,
 )
+from messaging.wake_webhooks import wake_attempt, wake_due_set, wakes_overdue
 
 logger = logging.getLogger(__name__)
 
@@ -176,3 +180,32 @@ def delivery_retry(delivery_id: int, outcome: str = "") -> None:
     """Attempt notification ``delivery_id`` again (``delivery_attempt`` claims it)."""
     done = delivery_attempt(delivery_id, outcome=outcome)
     _retries_schedule([done] if done is not None else [], outcome)
+
+
+def wake_schedule(project_id: uuid.UUID) -> None:
+    """Queue the wake of each enabled webhook of ``project_id`` that has none queued
+    (``wake_due_set``), each wake's task in the transaction that queues it: a wake is
+    queued if and only if its task exists. A send calls it after its commit, when its
+    statement saw such a webhook; a failure is logged, never raised (the send is made)."""
+    try:
+        with transaction.atomic():
+            for webhook_id, due in wake_due_set(project_id, timezone.now()):
+                wake_fire.using(run_after=due).enqueue(webhook_id)
+    except Exception:
+        logger.exception("the wake of project %s was not queued", project_id)
+
+
+def wakes_requeue_overdue() -> int:
+    """Queue again each wake whose task is gone (``wakes_overdue``); how many."""
+    overdue = wakes_overdue()
+    for webhook_id, _ in overdue:
+        wake_fire.enqueue(webhook_id)
+    return len(overdue)
+
+
+@task()
+def wake_fire(webhook_id: int) -> None:
+    """Make webhook ``webhook_id``'s queued wake (``wake_attempt`` claims it); a failed
+    one is queued again, as ``wake_attempt`` says when."""
+    outcome = wake_attempt(webhook_id, lambda at: wake_fire.using(run_after=at).enqueue(webhook_id))
+    logger.info("wake webhook %s: %s", webhook_id, outcome)

@@ -25,16 +25,19 @@ WAIT_SECONDS = 15
 class Posted:
     path: str
     body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+    raw: bytes = b""
 
 
 @dataclass
 class HttpReceiver:
-    """Records each POST; a path may be told to answer a status, or to hold its answer
-    until ``release`` is set."""
+    """Records each POST; a path may be told to answer a status (with a ``Location``
+    from ``locations``), or to hold its answer until ``release`` is set."""
 
     port: int = 0
     posted: queue.Queue[Posted] = field(default_factory=queue.Queue)
     statuses: dict[str, int] = field(default_factory=dict)
+    locations: dict[str, str] = field(default_factory=dict)
     held: set[str] = field(default_factory=set)
     release: threading.Event = field(default_factory=threading.Event)
 
@@ -63,9 +66,14 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.strip("/")
         if path in receiver.held:
             receiver.release.wait(60)
-        receiver.posted.put(Posted(path=path, body=json.loads(raw or b"{}")))
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        receiver.posted.put(
+            Posted(path=path, body=json.loads(raw or b"{}"), headers=headers, raw=raw)
+        )
         status = receiver.statuses.get(path, 200)
         self.send_response(status)
+        if path in receiver.locations:
+            self.send_header("Location", receiver.locations[path])
         self.send_header("Content-Length", "0")
         self.end_headers()
 

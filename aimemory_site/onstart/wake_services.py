@@ -12,6 +12,7 @@ import functools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import connection, transaction
@@ -37,6 +38,7 @@ from messaging.models import (
 )
 from messaging.notices import inbox_notice
 from messaging.selectors import message_pending_count
+from messaging.wake_webhooks import PARKED_GRACE
 from projects.access import Level, project_access, project_access_again
 from projects.models import AgentSession, Project
 
@@ -114,16 +116,27 @@ def _wake_answer(*, project: Project, new: int, pending: int, superseded: bool) 
     }
 
 
-def _newest_wait_record(session: AgentSession) -> uuid.UUID:
-    """Make a new wait the session's newest; return its token. One upsert, committed."""
+def _newest_wait_record(session: AgentSession, project: Project, wait: float) -> uuid.UUID:
+    """Make a new wait the session's newest, parked on ``project`` for ``wait`` seconds
+    (and ``PARKED_GRACE``; none for a wait of 0), which every process and host reads
+    (``messaging.wake_webhooks.session_parked``); return its token. One upsert, committed."""
     token = uuid.uuid4()
+    parked_until = timezone.now() + timedelta(seconds=wait) + PARKED_GRACE if wait > 0 else None
     SessionWait.objects.bulk_create(
-        [SessionWait(session=session, token=token)],
+        [SessionWait(session=session, token=token, project=project, parked_until=parked_until)],
         update_conflicts=True,
         unique_fields=["session"],
-        update_fields=["token"],
+        update_fields=["token", "project", "parked_until"],
     )
     return token
+
+
+def _wait_ended_record(session: AgentSession, token: uuid.UUID) -> None:
+    """The wait ``token`` of ``session`` ended: it counts as parked ``PARKED_GRACE`` more
+    (its waiter parks again within it), then no longer. A newer wait's record is left."""
+    SessionWait.objects.filter(session=session, token=token, parked_until__isnull=False).update(
+        parked_until=timezone.now() + PARKED_GRACE
+    )
 
 
 def session_wait(
@@ -161,7 +174,7 @@ def session_wait(
     topic = session_topic(session.session_id)
 
     def newest() -> uuid.UUID:
-        token = _newest_wait_record(session)
+        token = _newest_wait_record(session, found, wait)
         # Committed: an older wait of this session, in any process, wakes and finds it
         # is no longer the newest.
         wake_publish([topic])
@@ -191,6 +204,8 @@ def session_wait(
         place=f"session:{session.pk}",
         client_gone=client_gone,
     )
+    if wait > 0:
+        _wait_ended_record(session, token)
     if answer is not None:
         return answer
     return _wake_answer(
