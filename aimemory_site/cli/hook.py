@@ -4,8 +4,9 @@ its on-start block, or wait for mail while the session is idle.
 Harnesses (Claude Code, Codex) run ``session-start`` at every session start and add its
 stdout to the agent's context. A harness that drops what a SessionStart hook prints (Kimi)
 runs ``user-prompt`` on every prompt instead: it registers the session and prints the block
-on the first prompt of a session only, remembering the sessions it announced in a small
-state directory. Neither may ever stand in the way of the agent: whatever fails (no
+on the first prompt of a session, remembering the sessions it announced (``session-start``
+too) in a small state directory, and on later prompts tells of mail that came since (Codex
+and Gemini CLI run both hooks). Neither may ever stand in the way of the agent: whatever fails (no
 server, an error answer, unreadable input, no state directory), they print nothing on
 stdout and exit 0. The one failure they name, in one line on stderr, is a 401: the
 server wants a token, which the person who set the agent up can fix and would otherwise
@@ -22,11 +23,13 @@ import argparse
 import contextlib
 import hashlib
 import json
+import math
 import os
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -41,10 +44,11 @@ from aimemory_site.cli.client import (
 from aimemory_site.cli.common import timeout_arg
 from aimemory_site.cli.errors import CliError
 from aimemory_site.cli.help_text import SubParsers, add_command
+from aimemory_site.cli.processes import hook_runner, is_alive
 from aimemory_site.cli.scope import resolve_scope
 from aimemory_site.lib.agents import AGENT_KINDS, AGENT_OTHER
 from aimemory_site.lib.limits import WAIT_SECONDS_MAX
-from aimemory_site.lib.session_sources import SESSION_SOURCES
+from aimemory_site.lib.session_sources import SESSION_SOURCES, SOURCE_RESUME
 
 SESSIONS_PATH = "/api/v1/sessions"
 SESSION_WAIT_PATH = "/api/v1/sessions/wait"
@@ -53,13 +57,28 @@ SESSION_WAIT_PATH = "/api/v1/sessions/wait"
 HOOK_WAIT_TIMEOUT_DEFAULT_SECONDS = 3600
 # The exit status that makes Claude Code wake the idle session with the hook's stderr.
 REWAKE_EXIT_STATUS = 2
+# Two requests of one wait start at least this far apart, its last second included.
+REQUEST_SPACING_SECONDS = 1.0
+# The server's code for a session id it does not know (``Code.SESSION_NOT_FOUND``, which
+# the CLI does not import: it runs without Django).
+SESSION_NOT_FOUND = "session_not_found"
+# Claude Code names how it was started here; only ``cli`` (or nothing) is a person at a
+# terminal. Print mode and SDK runs (``sdk-cli``, ...) would wait on a Stop hook.
+CLAUDE_ENTRYPOINT_ENV = "CLAUDE_CODE_ENTRYPOINT"
+CLAUDE_INTERACTIVE_ENTRYPOINT = "cli"
+# How often a waiter checks that the process that ran it still runs (docs/agents.md: no
+# waiter outlives its client by more than 5 s).
+RUNNER_CHECK_SECONDS = 1.0
 # An unreachable server is asked again after 1 s, then twice as long each time, up to 60 s.
 RETRY_FIRST_PAUSE_SECONDS = 1.0
 RETRY_LONGEST_PAUSE_SECONDS = 60.0
 # A session start waits for this at most; an agent's start matters more than its notice.
 HOOK_TIMEOUT_SECONDS = 5.0
 # Where each harness keeps its transcripts, which is how the hook input tells them apart.
-TRANSCRIPT_DIRECTORIES = {"/.claude/": "claude", "/.codex/": "codex"}
+TRANSCRIPT_DIRECTORIES = {"/.claude/": "claude", "/.codex/": "codex", "/.gemini/": "gemini"}
+# Gemini CLI adds to the agent's context only what a hook prints as JSON (plain text is
+# shown to the person alone), under this event name (docs/agents.md#gemini-cli).
+GEMINI_AGENT = "gemini"
 
 STATE_HOME_ENV = "XDG_STATE_HOME"
 # Under the state home: one empty file per session ``user-prompt`` announced.
@@ -80,17 +99,20 @@ def read_hook_input(stream: TextIO | None) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _text_field(hook_input: Mapping[str, Any], key: str) -> str:
+def text_field(hook_input: Mapping[str, Any], key: str) -> str:
     value = hook_input.get(key)
     return value.strip() if isinstance(value, str) else ""
 
 
 def detect_agent(hook_input: Mapping[str, Any], environ: Mapping[str, str]) -> str:
     """``claude``, ``codex`` or ``other``, from the transcript path or Claude's hook env."""
-    transcript = _text_field(hook_input, "transcript_path").replace("\\", "/")
+    transcript = text_field(hook_input, "transcript_path").replace("\\", "/")
     for directory, agent in TRANSCRIPT_DIRECTORIES.items():
         if directory in transcript:
             return agent
+    # Gemini CLI sets CLAUDE_PROJECT_DIR too, for compatibility, so it is asked first.
+    if environ.get("GEMINI_PROJECT_DIR"):
+        return GEMINI_AGENT
     # Claude Code sets this for every hook command it runs.
     if environ.get("CLAUDE_PROJECT_DIR"):
         return "claude"
@@ -108,19 +130,19 @@ def session_payload(
     know is left out, so the start counts as a startup: the server would refuse the
     value, and the session would go unregistered.
     """
-    cwd_text = _text_field(hook_input, "cwd")
+    cwd_text = text_field(hook_input, "cwd")
     cwd = Path(cwd_text) if cwd_text else Path.cwd()
     scope = resolve_scope(cwd, environ)
     payload: dict[str, Any] = {
         "workspace": scope.workspace,
         "project": scope.project,
         # A harness that sends no id still gets its project registered, as a new session.
-        "session_id": _text_field(hook_input, "session_id") or f"cli-{uuid.uuid4()}",
+        "session_id": text_field(hook_input, "session_id") or f"cli-{uuid.uuid4()}",
         "agent": agent_override or detect_agent(hook_input, environ),
     }
     if scope.marker is not None and scope.marker.inject_brief:
         payload["inject_brief"] = True
-    source = _text_field(hook_input, "source")
+    source = text_field(hook_input, "source")
     if source in SESSION_SOURCES:
         payload["source"] = source
     return payload
@@ -164,11 +186,34 @@ def _hook_client() -> ApiClient:
     return ApiClient.from_environment(timeout_seconds=HOOK_TIMEOUT_SECONDS)
 
 
+def print_block(context: str, agent: str, event: str) -> None:
+    """Print the block as the harness adds it to the agent's context: plain text, or for
+    Gemini CLI the JSON whose ``additionalContext`` it adds."""
+    if agent != GEMINI_AGENT:
+        print(context)
+        return
+    output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
+    print(json.dumps(output, ensure_ascii=False))
+
+
+def _agent_of(args: argparse.Namespace, hook_input: Mapping[str, Any]) -> str:
+    named = getattr(args, "agent", None)
+    return named.strip().lower() if named else detect_agent(hook_input, os.environ)
+
+
 def run_session_start(args: argparse.Namespace) -> int:
     hook_input = read_hook_input(sys.stdin)
-    context = _start_session(_hook_client(), hook_input, args.agent)
+    client = _hook_client()
+    context = _start_session(client, hook_input, args.agent)
     if context is not None:
-        print(context)
+        print_block(context, _agent_of(args, hook_input), "SessionStart")
+        # Announced: a user-prompt hook of the same session (Codex and Gemini CLI run
+        # both) then tells only of mail that came after.
+        with contextlib.suppress(RuntimeError):
+            session_id = text_field(hook_input, "session_id")
+            if session_id:
+                marker = announced_directory(os.environ) / session_key(client.base_url, session_id)
+                _claim_announcement(marker)
     return 0
 
 
@@ -181,27 +226,86 @@ def session_wait_payload(
     """The ``POST /api/v1/sessions/wait`` body, without ``wait_seconds``, for this hook
     input: the project resolved from its ``cwd`` as ``session-start`` resolves it. Raises
     ScopeError."""
-    cwd_text = _text_field(hook_input, "cwd")
+    cwd_text = text_field(hook_input, "cwd")
     scope = resolve_scope(Path(cwd_text) if cwd_text else Path.cwd(), environ)
     return {
         "workspace": scope.workspace,
         "project": scope.project,
-        "session_id": _text_field(hook_input, "session_id"),
+        "session_id": text_field(hook_input, "session_id"),
     }
 
 
-def wait_for_mail(client: ApiClient, payload: Mapping[str, Any], timeout: float) -> str | None:
+def _register_resume(
+    client: ApiClient, payload: Mapping[str, Any], agent: str
+) -> tuple[bool, str | None]:
+    """Register a session the server does not know, as a ``resume`` start (which claims
+    no handoff). Return whether that worked and, when mail already waits, the start's
+    notice: the start told the session of that mail, so no later wait will."""
+    try:
+        answer = client.post(
+            SESSIONS_PATH,
+            {
+                "workspace": payload.get("workspace"),
+                "project": payload.get("project"),
+                "session_id": payload.get("session_id"),
+                "agent": agent,
+                "source": SOURCE_RESUME,
+            },
+        )
+    except ClientError as failed:
+        if failed.status == 401:
+            print(token_problem(client), file=sys.stderr)
+        return False, None
+    except CliError:
+        return False, None
+    pending = answer.get("pending_message_count")
+    context = answer.get("context")
+    if isinstance(pending, int) and pending > 0 and isinstance(context, str) and context.strip():
+        return True, context.rstrip("\n")
+    return True, None
+
+
+def wait_for_mail(
+    client: ApiClient,
+    payload: Mapping[str, Any],
+    timeout: float,
+    *,
+    agent: str | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str | None:
     """Repeat session waits (each at most 60 s) until new mail, a newer wait of the
     session, or ``timeout`` seconds; return the inbox notice for new mail, else None.
 
-    A server that cannot be reached, or that does not answer, is asked again after a
-    pause (1 s, doubling up to 60 s) until the time is up; it is not an error. Any other
-    failure ends the wait with None, except a 401, which also prints ``token_problem``.
+    It never starts two requests less than a second apart, its last second included (a
+    wait asks the server for one second at least). A server that cannot be reached, or
+    that does not answer, is asked again after a pause (1 s, doubling up to 60 s) until
+    the time is up; it is not an error. When ``agent`` is given, a session the server
+    does not know (404 ``session_not_found``: it started while the server was away, or
+    the data was reset) is registered once, as that agent's ``resume`` start, and then
+    waited on; mail already pending then is returned at once, as the start told the
+    session of it. Any other failure ends the wait with None, except a 401, which also
+    prints ``token_problem``.
     """
-    deadline = time.monotonic() + timeout
+    deadline = clock() + timeout
     pause = RETRY_FIRST_PAUSE_SECONDS
-    while (remaining := deadline - time.monotonic()) > 0:
-        wait_seconds = min(WAIT_SECONDS_MAX, int(remaining))
+    registered = agent is None
+    last_request = -math.inf
+
+    def spaced() -> bool:
+        """Sleep until a request may start; False when the time is up first."""
+        now = clock()
+        ready = last_request + REQUEST_SPACING_SECONDS
+        if ready >= deadline or now >= deadline:
+            return False
+        if ready > now:
+            sleep(ready - now)
+        return True
+
+    while spaced():
+        remaining = deadline - clock()
+        wait_seconds = max(1, min(WAIT_SECONDS_MAX, int(remaining)))
+        last_request = clock()
         try:
             answer = client.post(
                 SESSION_WAIT_PATH,
@@ -209,13 +313,22 @@ def wait_for_mail(client: ApiClient, payload: Mapping[str, Any], timeout: float)
                 wait_seconds=wait_seconds,
             )
         except (RetryableError, NoAnswerError):
-            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            sleep(min(pause, max(0.0, deadline - clock())))
             pause = min(pause * 2, RETRY_LONGEST_PAUSE_SECONDS)
             continue
         except ClientError as failed:
             if failed.status == 401:
                 print(token_problem(client), file=sys.stderr)
-            return None
+            if failed.code != SESSION_NOT_FOUND or registered or agent is None:
+                return None
+            registered = True
+            if not spaced():
+                return None
+            last_request = clock()
+            started, told = _register_resume(client, payload, agent)
+            if not started or told is not None:
+                return told
+            continue
         pause = RETRY_FIRST_PAUSE_SECONDS
         if answer.get("superseded") is True:
             return None
@@ -226,24 +339,69 @@ def wait_for_mail(client: ApiClient, payload: Mapping[str, Any], timeout: float)
     return None
 
 
+# ---- the waiter ends with the client that ran it ----------------------------------------
+
+
+def runner_alive_check() -> Callable[[], bool]:
+    """A check that the process that ran this hook still runs, set up now, at the start:
+    the parent, or the first ancestor that is not a shell (``processes.hook_runner``)."""
+    runner, start = hook_runner(os.getppid())
+    return lambda: is_alive(runner, start)
+
+
+def exit_when_gone(alive: Callable[[], bool], every: float = RUNNER_CHECK_SECONDS) -> None:
+    """Check ``alive`` every ``every`` seconds in a daemon thread, and end this process at
+    once, with status 0 and nothing printed, when it says no. For a waiter, whose parked
+    request would otherwise outlive its client by up to a minute."""
+
+    def watch() -> None:
+        while alive():
+            time.sleep(every)
+        sys.stdout.flush()
+        os._exit(0)
+
+    threading.Thread(target=watch, name="ai-memory-runner-watch", daemon=True).start()
+
+
+def interactive_claude(environ: Mapping[str, str]) -> bool:
+    """Whether this Claude Code runs for a person: print mode and SDK runs set
+    ``CLAUDE_CODE_ENTRYPOINT`` to something other than ``cli`` (unset counts as a person)."""
+    entrypoint = environ.get(CLAUDE_ENTRYPOINT_ENV, "").strip()
+    return entrypoint in ("", CLAUDE_INTERACTIVE_ENTRYPOINT)
+
+
 def run_wait(args: argparse.Namespace) -> int:
+    if getattr(args, "client", "claude") == "codex":
+        # Imported here: codex_wake imports this module.
+        from aimemory_site.cli import codex_wake
+
+        return codex_wake.run_hook(args.timeout)
+    if getattr(args, "client", "claude") == "claude" and not interactive_claude(os.environ):
+        # A waiting Stop hook would hold a script's ``claude -p`` open for its timeout.
+        return 0
     hook_input = read_hook_input(sys.stdin)
-    if not _text_field(hook_input, "session_id"):
+    if not text_field(hook_input, "session_id"):
         return 0  # no session to wake
     try:
         payload = session_wait_payload(hook_input, os.environ)
     except CliError:
         return 0
+    # Imported here: waiters imports this module.
+    from aimemory_site.cli import waiters
+
+    exit_when_gone(runner_alive_check())
+    waiters.become_waiter(os.environ, text_field(hook_input, "session_id"))
     # Each request waits for its answer 5 s longer than it asks the server to wait.
     client = ApiClient.from_environment(timeout_seconds=HOOK_TIMEOUT_SECONDS)
-    notice = wait_for_mail(client, payload, args.timeout)
+    agent = getattr(args, "agent", None) or detect_agent(hook_input, os.environ)
+    notice = wait_for_mail(client, payload, args.timeout, agent=agent)
     if notice is None:
         return 0
     print(notice, file=sys.stderr)
     return REWAKE_EXIT_STATUS
 
 
-# ---- user-prompt: the block once per session --------------------------------------------
+# ---- user-prompt: the block once per session, then new mail -----------------------------
 
 
 def state_home(environ: Mapping[str, str]) -> Path:
@@ -298,9 +456,29 @@ def _claim_announcement(marker: Path) -> bool:
     return True
 
 
+def _new_mail_notice(client: ApiClient, hook_input: Mapping[str, Any]) -> str | None:
+    """The inbox notice when mail came that the session was not told about (a session
+    wait that does not wait: it tells each message once, and ends the session's parked
+    wait, whose client is busy with this prompt); else None, silently."""
+    try:
+        payload = session_wait_payload(hook_input, os.environ)
+        answer = client.post(SESSION_WAIT_PATH, {**payload, "wait_seconds": 0})
+    except ClientError as failed:
+        if failed.status == 401:
+            print(token_problem(client), file=sys.stderr)
+        return None
+    except CliError:
+        return None
+    new = answer.get("new_message_count")
+    context = answer.get("context")
+    if isinstance(new, int) and new > 0 and isinstance(context, str) and context.strip():
+        return context.rstrip("\n")
+    return None
+
+
 def run_user_prompt(args: argparse.Namespace) -> int:
     hook_input = read_hook_input(sys.stdin)
-    session_id = _text_field(hook_input, "session_id")
+    session_id = text_field(hook_input, "session_id")
     if not session_id:
         return 0  # without an id, no prompt can be told to be the session's first
     client = _hook_client()
@@ -310,6 +488,9 @@ def run_user_prompt(args: argparse.Namespace) -> int:
         return 0
     marker = directory / session_key(client.base_url, session_id)
     if not _claim_announcement(marker):
+        notice = _new_mail_notice(client, hook_input)
+        if notice is not None:
+            print_block(notice, _agent_of(args, hook_input), "BeforeAgent")
         return 0
     prune_announced(directory, time.time(), ANNOUNCED_KEEP_SECONDS)
     context = _start_session(client, hook_input, args.agent)
@@ -318,7 +499,7 @@ def run_user_prompt(args: argparse.Namespace) -> int:
         with contextlib.suppress(OSError):
             marker.unlink(missing_ok=True)
         return 0
-    print(context)
+    print_block(context, _agent_of(args, hook_input), "BeforeAgent")
     return 0
 
 
@@ -346,6 +527,9 @@ def _add_agent_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers: SubParsers) -> None:
+    # Imported here: codex_wake and waiters import this module.
+    from aimemory_site.cli import codex_wake, waiters
+
     hook_parser = add_command(
         subparsers,
         "hook",
@@ -355,7 +539,8 @@ def add_parser(subparsers: SubParsers) -> None:
             "per harness: session-start where the harness adds a SessionStart hook's output "
             "to the agent's context (Claude Code, Codex), user-prompt where it does not "
             "(Kimi). wait wakes an idle Claude Code session when mail comes (a Stop hook "
-            "with asyncRewake). 'ai-memory init' prints the configuration."
+            "with asyncRewake), or with --client codex an idle Codex session; session-end "
+            "ends a session's waiter. 'ai-memory init' prints the configuration."
         ],
         examples=[
             "ai-memory hook session-start < hook-input.json",
@@ -364,7 +549,7 @@ def add_parser(subparsers: SubParsers) -> None:
         ],
     )
     hooks = hook_parser.add_subparsers(
-        dest="hook_command", metavar="{session-start,user-prompt,wait}", required=True
+        dest="hook_command", metavar="{session-start,user-prompt,wait,session-end}", required=True
     )
     session_start = add_command(
         hooks,
@@ -398,7 +583,9 @@ def add_parser(subparsers: SubParsers) -> None:
             "UserPromptSubmit hook. Reads the hook JSON on stdin (session_id, cwd). On the "
             "first prompt of a session it registers the session exactly as session-start "
             "does and prints the on-start block; on every later prompt of that session it "
-            "prints nothing. Input without a session_id prints nothing.",
+            "prints the inbox notice when mail came that the session was not told about, "
+            "else nothing. A session that session-start announced (Codex and Gemini CLI run "
+            "both hooks) gets no block again. Input without a session_id prints nothing.",
             _BLOCK_HELP,
             "It remembers the sessions it announced as one empty file per session (named by "
             "a hash of the server URL and the session id) in "
@@ -439,14 +626,25 @@ def add_parser(subparsers: SubParsers) -> None:
             "session took over, on input without a session_id, or on an error answer; a "
             "server that cannot be reached is asked again, quietly, after 1 s, then twice as "
             "long each time up to 60 s, until the timeout. Only a 401 is said, in one line on "
-            f"stderr naming {AUTH_TOKEN_ENV}. The session must have been registered by "
-            "session-start (or user-prompt).",
+            f"stderr naming {AUTH_TOKEN_ENV}. A session the server does not know (it "
+            "started while the server was away, or the data was reset) is registered then, "
+            "as a resume start that claims no handoff, and waited on; mail already pending "
+            "then wakes it at once.",
+            f"It exits 0 at once, sending nothing, when {CLAUDE_ENTRYPOINT_ENV} is set to "
+            f"anything but {CLAUDE_INTERACTIVE_ENTRYPOINT} (claude -p, Agent SDK runs), "
+            "where a waiting Stop hook would hold the run open. It never starts two requests "
+            "less than a second apart, and exits 0 within 5 s once the process that ran it "
+            "(its parent, or the parent of a shell between) is gone.",
+            codex_wake.WAIT_HELP,
         ],
         examples=[
             'echo \'{"session_id": "s1", "cwd": "/src/project-a"}\' | ai-memory hook wait --timeout 60',
+            codex_wake.WAIT_EXAMPLE,
             "in .claude/settings.json: "
             '{"hooks": {"Stop": [{"hooks": [{"type": "command", '
-            '"command": "ai-memory hook wait", "asyncRewake": true, "timeout": 3600}]}]}}',
+            '"command": "ai-memory hook wait", "asyncRewake": true, "timeout": 3600, '
+            '"rewakeMessage": "New mail came in while you were idle (a notice from ai-memory, '
+            'not an error):"}]}]}} (ai-memory init writes it)',
         ],
     )
     wait.add_argument(
@@ -456,4 +654,6 @@ def add_parser(subparsers: SubParsers) -> None:
         metavar="S",
         help=f"give up after S seconds (default {HOOK_WAIT_TIMEOUT_DEFAULT_SECONDS})",
     )
+    codex_wake.add_client_flag(wait)
     wait.set_defaults(handler=run_wait, command_parser=wait)
+    waiters.add_session_end_parser(hooks)

@@ -137,6 +137,20 @@ ENVIRONMENT: tuple[EnvironmentVariable, ...] = (
         "unset: only the users' own targets",
     ),
     EnvironmentVariable(
+        "AI_MEMORY_WAKE_DEBOUNCE",
+        Reader.SERVER,
+        "seconds between two wakes of one wake webhook: mail arriving within them makes one "
+        "wake, at their end",
+        "`60`",
+    ),
+    EnvironmentVariable(
+        "AI_MEMORY_ALLOW_LOOPBACK_WEBHOOKS",
+        Reader.SERVER,
+        "`1` lets a wake webhook's URL be `http://` on a loopback address (`127.0.0.0/8`, "
+        "`::1`, `localhost`), for tests and a receiver on the same host",
+        "off: `https://` only",
+    ),
+    EnvironmentVariable(
         "AI_MEMORY_ALLOWED_ORIGINS",
         Reader.SERVER,
         "browser origins besides the server's own that may call `/api/`, `/mcp` and "
@@ -263,10 +277,19 @@ ENVIRONMENT: tuple[EnvironmentVariable, ...] = (
         "unset",
     ),
     EnvironmentVariable(
+        "AI_MEMORY_CODEX_BIN",
+        Reader.CLI,
+        "the `codex` executable (a path or a command name) the waiter of "
+        "`ai-memory hook wait --client codex` runs `codex queue` with",
+        "`codex` on `PATH`",
+    ),
+    EnvironmentVariable(
         "XDG_STATE_HOME",
         Reader.CLI,
-        "where `ai-memory hook user-prompt` remembers the sessions it announced "
-        "(`ai-memory/announced-sessions/` under it)",
+        "where the hooks remember the sessions they announced "
+        "(`ai-memory/announced-sessions/` under it), the waiters of `hook wait` their pid "
+        "files (`ai-memory/waiters/`), and Codex's waiters their log "
+        "(`ai-memory/codex-waiter.log`)",
         "`~/.local/state`",
     ),
 )

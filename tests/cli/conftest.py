@@ -68,7 +68,13 @@ def make_cli(tmp_path: Path) -> Callable[[str], RunCli]:
                 capture_output=True,
                 text=True,
                 env=_cli_environment(
-                    server_url, {"GIT_CEILING_DIRECTORIES": str(tmp_path), **(env or {})}
+                    server_url,
+                    {
+                        "GIT_CEILING_DIRECTORIES": str(tmp_path),
+                        # The hooks' state (announced sessions, waiters) is the test's own.
+                        "XDG_STATE_HOME": str(tmp_path / "state"),
+                        **(env or {}),
+                    },
                 ),
                 timeout=CLI_TIMEOUT_SECONDS,
                 check=False,
@@ -102,7 +108,13 @@ def spawn_cli(tmp_path: Path) -> Callable[[str], SpawnCli]:
                 stderr=subprocess.PIPE,
                 text=True,
                 env=_cli_environment(
-                    server_url, {"GIT_CEILING_DIRECTORIES": str(tmp_path), **(env or {})}
+                    server_url,
+                    {
+                        "GIT_CEILING_DIRECTORIES": str(tmp_path),
+                        # The hooks' state (announced sessions, waiters) is the test's own.
+                        "XDG_STATE_HOME": str(tmp_path / "state"),
+                        **(env or {}),
+                    },
                 ),
             )
             assert process.stdin is not None

@@ -279,3 +279,31 @@ def test_hook_asks_for_the_brief_only_when_the_marker_opts_in(
     payload = session_payload({"session_id": "s", "cwd": str(tmp_path)}, {}, None)
 
     assert payload.get("inject_brief") is expected
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("command", "event"),
+    [("session-start", "SessionStart"), ("user-prompt", "BeforeAgent")],
+)
+def test_for_gemini_cli_the_block_is_the_json_it_adds_to_the_context(
+    cli: RunCli, make_repo: MakeRepo, command: str, event: str
+) -> None:
+    # Gemini CLI shows a hook's plain stdout to the person only, never to the model.
+    repo = make_repo("project-a")
+
+    result = cli("hook", command, "--agent", "gemini", cwd=repo, stdin=hook_input("g-1", repo))
+
+    assert (result.returncode, result.stderr) == (0, "")
+    assert json.loads(result.stdout) == {
+        "hookSpecificOutput": {"hookEventName": event, "additionalContext": SCOPE_A.rstrip("\n")}
+    }
+    assert AgentSession.objects.get(session_id="g-1").agent == "gemini"
+
+
+def test_gemini_cli_is_told_from_claude_code_by_its_own_variable() -> None:
+    # Gemini CLI sets CLAUDE_PROJECT_DIR as well, for Claude Code's hooks.
+    both = {"GEMINI_PROJECT_DIR": "/src/a", "CLAUDE_PROJECT_DIR": "/src/a"}
+
+    assert detect_agent({}, both) == "gemini"
+    assert detect_agent({}, {"CLAUDE_PROJECT_DIR": "/src/a"}) == "claude"

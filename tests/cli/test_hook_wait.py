@@ -4,12 +4,16 @@ silence (timeout, a newer wait, no server), except a 401's one line."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import shlex
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -17,8 +21,10 @@ from pytest_django.live_server_helper import LiveServer
 
 from aimemory_site.cli.client import ApiClient
 from aimemory_site.cli.hook import token_problem
+from aimemory_site.onstart.wake_services import session_wait
 from messaging.notices import inbox_notice
 from tests.cli.conftest import RunCli, SpawnCli
+from tests.cli.conftest import _cli_environment as cli_environment
 from tests.conftest import SEND
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -55,6 +61,19 @@ def cli(make_cli: Callable[[str], RunCli], live_server: LiveServer) -> RunCli:
 @pytest.fixture
 def spawn(spawn_cli: Callable[[str], SpawnCli], live_server: LiveServer) -> SpawnCli:
     return spawn_cli(live_server.url)
+
+
+@pytest.fixture
+def wait_requests(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """When each session wait reached the server (monotonic seconds), in order."""
+    seen: list[float] = []
+
+    def counted(**kwargs: Any) -> dict[str, Any]:
+        seen.append(time.monotonic())
+        return session_wait(**kwargs)
+
+    monkeypatch.setattr("aimemory_site.onstart.api.session_wait", counted)
+    return seen
 
 
 @pytest.fixture
@@ -123,10 +142,164 @@ def test_a_newer_wait_ends_the_older_one_silently(
     assert (newer.returncode, newer.stdout, newer.stderr) == (0, "", "")
 
 
-def test_a_session_the_server_does_not_know_waits_for_nothing(cli: RunCli, repo_b: Path) -> None:
+def test_session_end_ends_the_sessions_waiter_at_once(
+    spawn: SpawnCli, cli: RunCli, repo_b: Path, parked: threading.Event
+) -> None:
+    waiting = spawn("hook", "wait", "--timeout", "600", cwd=repo_b, stdin=stop_input("b-1", repo_b))
+    assert parked.wait(EXIT_WITHIN_SECONDS)
+    other = cli("hook", "session-end", cwd=repo_b, stdin=stop_input("b-2", repo_b))
+    assert waiting.poll() is None
+
+    session_end = cli("hook", "session-end", cwd=repo_b, stdin=stop_input("b-1", repo_b))
+
+    assert (other.returncode, other.stdout, other.stderr) == (0, "", "")
+    assert (session_end.returncode, session_end.stdout, session_end.stderr) == (0, "", "")
+    assert waiting.wait(timeout=5) == 0
+    assert waiting.communicate() == ("", "")
+
+
+def test_a_session_the_server_does_not_know_is_registered_and_woken_by_mail(
+    spawn: SpawnCli, served: httpx.Client, repo_b: Path, parked: threading.Event
+) -> None:
+    # It started while the server was away, or the server's data was reset.
+    waiting = spawn("hook", "wait", cwd=repo_b, stdin=stop_input("never-started", repo_b))
+    assert parked.wait(EXIT_WITHIN_SECONDS)
+
+    send(served)
+
+    assert ended(waiting) == (2, "", NOTICE_1 + "\n")
+
+
+def test_mail_pending_when_an_unknown_session_registers_wakes_it_at_once(
+    cli: RunCli, served: httpx.Client, repo_b: Path
+) -> None:
+    send(served)
+
     result = cli("hook", "wait", cwd=repo_b, stdin=stop_input("never-started", repo_b))
 
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith(NOTICE_1 + "\n")
+
+
+def test_registering_an_unknown_session_claims_no_handoff(cli: RunCli, repo_b: Path) -> None:
+    created = cli("handoff", "create", "next: finish the parser", cwd=repo_b)
+    assert created.returncode == 0, created.stderr
+
+    waited = cli("hook", "wait", "--timeout", "1", cwd=repo_b, stdin=stop_input("late", repo_b))
+    started = cli("hook", "session-start", cwd=repo_b, stdin=stop_input("b-2", repo_b))
+
+    assert (waited.returncode, waited.stderr) == (0, "")
+    assert "next: finish the parser" in started.stdout
+
+
+@pytest.mark.parametrize("entrypoint", ["sdk-cli", "sdk-py", "claude-vscode"])
+def test_print_mode_and_sdk_runs_end_at_once_without_a_request(
+    cli: RunCli, repo_b: Path, wait_requests: list[float], entrypoint: str
+) -> None:
+    began = time.monotonic()
+
+    result = cli(
+        "hook",
+        "wait",
+        cwd=repo_b,
+        stdin=stop_input("b-1", repo_b),
+        env={"CLAUDE_CODE_ENTRYPOINT": entrypoint},
+    )
+
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert wait_requests == []
+    assert time.monotonic() - began < EXIT_WITHIN_SECONDS / 3
+
+
+def test_an_interactive_claude_code_waits(
+    cli: RunCli, repo_b: Path, wait_requests: list[float]
+) -> None:
+    result = cli(
+        "hook",
+        "wait",
+        "--timeout",
+        "1",
+        cwd=repo_b,
+        stdin=stop_input("b-1", repo_b),
+        env={"CLAUDE_CODE_ENTRYPOINT": "cli"},
+    )
+
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert len(wait_requests) == 1
+
+
+def test_a_wait_sends_at_most_one_request_a_second_to_its_very_end(
+    cli: RunCli, repo_b: Path, wait_requests: list[float]
+) -> None:
+    # 2.5 s: a 2 s wait, then the last half second, which once sent a request a loop.
+    result = cli("hook", "wait", "--timeout", "2.5", cwd=repo_b, stdin=stop_input("b-1", repo_b))
+
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert 1 <= len(wait_requests) <= 3
+    gaps = [later - earlier for earlier, later in itertools.pairwise(wait_requests)]
+    # Measured where the server receives them; the client spaces their starts by 1 s.
+    assert all(gap >= 0.9 for gap in gaps), gaps
+
+
+# A stand-in for the agent client: it runs the hook (through a shell or not), says the
+# hook's pid, and waits to be killed.
+RUNNER_SCRIPT = """
+import subprocess, sys
+command, hook_input = sys.argv[1:3]
+hook = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, text=True)
+hook.stdin.write(hook_input)
+hook.stdin.close()
+print(hook.pid, flush=True)
+hook.wait()
+"""
+
+
+def process_ended(pid: int) -> bool:
+    """Gone, or a zombie (ended; its new parent may not reap it at once)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@pytest.mark.parametrize("through_shell", [False, True], ids=["direct", "through-a-shell"])
+def test_the_waiter_ends_within_5_s_of_the_client_that_ran_it(
+    repo_b: Path,
+    live_server: LiveServer,
+    tmp_path: Path,
+    parked: threading.Event,
+    through_shell: bool,
+) -> None:
+    hook = shlex.join([sys.executable, "-m", "aimemory_site.cli.main", "hook", "wait"])
+    # "; exit" keeps the shell between the client and the hook (no exec of a last command).
+    command = f"{hook}; exit $?" if through_shell else f"exec {hook}"
+    env = cli_environment(live_server.url, {"GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    client = subprocess.Popen(
+        [sys.executable, "-c", RUNNER_SCRIPT, command, stop_input("b-1", repo_b)],
+        cwd=repo_b,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert client.stdout is not None
+        waiter = int(client.stdout.readline())
+        assert parked.wait(EXIT_WITHIN_SECONDS)
+
+        client.kill()
+        client.wait(EXIT_WITHIN_SECONDS)
+        killed_at = time.monotonic()
+        while not process_ended(waiter) and time.monotonic() - killed_at < 10:
+            time.sleep(0.1)
+
+        assert process_ended(waiter)
+        assert time.monotonic() - killed_at <= 5
+    finally:
+        client.kill()
+        client.wait()
 
 
 def test_input_without_a_session_id_waits_for_nothing(cli: RunCli, repo_b: Path) -> None:

@@ -21,6 +21,7 @@ from aimemory_site.cli.hook import (
     session_key,
 )
 from aimemory_site.onstart.services import scope_line
+from messaging.notices import inbox_notice
 from projects.models import AgentSession
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
@@ -83,6 +84,54 @@ def test_the_first_prompt_of_a_session_gets_the_block_and_later_ones_nothing(
     session = AgentSession.objects.select_related("project").get(session_id="k-1")
     assert (session.project.name, session.agent) == ("project-a", "kimi")
     assert len(list((state_home / ANNOUNCED_DIRECTORY).iterdir())) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_later_prompt_tells_of_mail_that_came_since_and_only_once(
+    prompt: Callable[..., subprocess.CompletedProcess[str]],
+    make_cli: Callable[[str], RunCli],
+    live_server: LiveServer,
+    make_repo: MakeRepo,
+) -> None:
+    repo_a, repo_b = make_repo("project-a"), make_repo("project-b")
+    cli = make_cli(live_server.url)
+    assert prompt("k-0", repo_a, "--agent", "kimi").returncode == 0
+    assert prompt("k-1", repo_b, "--agent", "kimi").returncode == 0
+    to_b = ["message", "send", "--to-workspace", "default", "--to-project", "project-b"]
+    assert cli(*to_b, "--subject", "s", "body", cwd=repo_a).returncode == 0
+
+    told = prompt("k-1", repo_b, "--agent", "kimi")
+    again = prompt("k-1", repo_b, "--agent", "kimi")
+
+    notice = inbox_notice(count=1, workspace="default", project="project-b")
+    assert (told.returncode, told.stdout, told.stderr) == (0, notice + "\n", "")
+    assert "body" not in told.stdout
+    assert (again.returncode, again.stdout) == (0, "")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_after_a_session_start_the_first_prompt_repeats_no_block(
+    prompt: Callable[..., subprocess.CompletedProcess[str]],
+    make_cli: Callable[[str], RunCli],
+    live_server: LiveServer,
+    make_repo: MakeRepo,
+    state_home: Path,
+) -> None:
+    # Codex and Gemini CLI run both hooks: the start announced the session already.
+    repo = make_repo("project-a")
+    cli = make_cli(live_server.url)
+    started = cli(
+        "hook",
+        "session-start",
+        cwd=repo,
+        stdin=prompt_input("c-1", repo),
+        env={"XDG_STATE_HOME": str(state_home)},
+    )
+
+    first = prompt("c-1", repo, "--agent", "codex")
+
+    assert started.stdout == scope_line(workspace="default", project="project-a") + "\n"
+    assert (first.returncode, first.stdout, first.stderr) == (0, "", "")
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,6 +1,6 @@
-"""Node MCP clients for the tests: the Claude Code CLI and the official conformance suite.
+"""Node clients for the tests: Claude Code, Codex and the official MCP conformance suite.
 
-Both come from the npm registry into ``~/.cache/ai-memory-tests`` (npm's own cache too),
+All come from the npm registry into ``~/.cache/ai-memory-tests`` (npm's own cache too),
 so reruns are fast. A test that needs one skips, naming the reason, only when it cannot
 be fetched; once installed, any failure is a real failure.
 """
@@ -22,6 +22,9 @@ CACHE_DIR = Path.home() / ".cache" / "ai-memory-tests"
 CLAUDE_CODE_VERSION = "2.1.332"
 CLAUDE_CODE_PACKAGE = f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"
 CLAUDE_CODE_PREFIX = CACHE_DIR / f"claude-code-{CLAUDE_CODE_VERSION}"
+CODEX_VERSION = "0.171.0"
+CODEX_PACKAGE = f"@openai/codex@{CODEX_VERSION}"
+CODEX_PREFIX = CACHE_DIR / f"codex-{CODEX_VERSION}"
 CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance@0.1.12"
 # Generous: a cold npm fetch on a slow link. A warm cache answers in seconds.
 FETCH_TIMEOUT_SECONDS = 600
@@ -29,14 +32,14 @@ RUN_TIMEOUT_SECONDS = 120
 
 
 def node_environment(home: Path | None = None) -> dict[str, str]:
-    """The environment for npm, npx and claude: shared npm cache, no host agent settings.
+    """The environment for npm, npx, claude and codex: shared npm cache, no host agent settings.
 
     ``home`` replaces HOME so Claude Code reads and writes only a throwaway config.
     """
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("CLAUDE", "ANTHROPIC", "AI_MEMORY_", "MCP_"))
+        if not key.startswith(("CLAUDE", "ANTHROPIC", "CODEX", "OPENAI", "AI_MEMORY_", "MCP_"))
     }
     env["npm_config_cache"] = str(CACHE_DIR / "npm")
     env["npm_config_update_notifier"] = "false"
@@ -91,6 +94,22 @@ def claude_code_cli() -> Path:
                 CLAUDE_CODE_PACKAGE,
             )
     return claude
+
+
+def codex_cli() -> Path:
+    """The ``codex`` executable, installed on first use.
+
+    Give it ``CODEX_HOME`` (a throwaway directory) so it reads and writes no host config.
+    """
+    npm = _require("npm")
+    codex = CODEX_PREFIX / "node_modules" / ".bin" / "codex"
+    with _install_lock():
+        if not codex.exists():
+            _fetched_or_skip(
+                [npm, "install", "--prefix", str(CODEX_PREFIX), CODEX_PACKAGE],
+                CODEX_PACKAGE,
+            )
+    return codex
 
 
 def conformance_command() -> list[str]:
