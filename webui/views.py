@@ -1,6 +1,8 @@
-"""The read-only web mailbox: GET-only pages, access and selectors, then a template.
+"""The web mailbox's pages: GET-only, access and selectors, then a template.
 
 Nothing here changes a message: consuming one stays an agent action (memory_message_pop).
+The web's only writes are a person's answers to the questions put to them
+(``decision_views``, ``link_views``), which send a reply as the answer page says.
 """
 
 from __future__ import annotations
