@@ -128,6 +128,14 @@ class SessionStart:
     session_created: bool
 
 
+def session_id_parse(session_id: str) -> str:
+    """A harness's session id, stripped: 1-200 characters, else 400 ``invalid_session_id``."""
+    session_id = session_id.strip()
+    if not session_id or len(session_id) > 200:
+        raise BadRequest("session_id must be 1-200 characters", code=Code.INVALID_SESSION_ID)
+    return session_id
+
+
 @transaction.atomic
 def session_start(
     *,
@@ -144,9 +152,7 @@ def session_start(
     Either way the session now holds the shared slot. A session id another principal
     registered is refused (409 ``session_taken``) before anything is written.
     """
-    session_id = session_id.strip()
-    if not session_id or len(session_id) > 200:
-        raise BadRequest("session_id must be 1-200 characters", code=Code.INVALID_SESSION_ID)
+    session_id = session_id_parse(session_id)
     # Locked, so two callers racing for a new id cannot both pass the owner check.
     existing = AgentSession.objects.select_for_update().filter(session_id=session_id).first()
     if existing is not None and existing.principal_key not in ("", principal.key):

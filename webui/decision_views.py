@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from django.contrib.auth.models import User
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
@@ -24,8 +23,8 @@ from aimemory_site.lib.errors import AppError, NotFound
 from aimemory_site.lib.principal import Principal
 from messaging.answer_selectors import DecisionPage, decision_page
 from messaging.answer_services import decision_answer
-from projects.auth import auth_enabled
 from webui.selectors import ProjectName
+from webui.views import viewer_of
 
 _SAFE_SCHEMES = frozenset({"http", "https"})
 
@@ -52,16 +51,6 @@ def link_view(text: str) -> LinkView:
     return LinkView(text=text, href=text if safe else None)
 
 
-def _viewer(request: HttpRequest) -> Principal | None:
-    """The viewer, as ``webui.views.viewer_page`` finds it; None when they must sign in."""
-    if not auth_enabled():
-        return Principal.anonymous()
-    user = request.user
-    if not isinstance(user, User) or not user.is_authenticated:
-        return None
-    return Principal.for_user(user)
-
-
 def _page_url(workspace: str, project: str, question_id: uuid.UUID) -> str:
     return reverse("webui:decision", args=[workspace, project, question_id])
 
@@ -83,7 +72,7 @@ def decision_detail(
     404, which shows nothing. An answer that succeeds redirects to the page with
     ``?answered=<reply id>``, which shows ``answered: <option>`` and the reply's id.
     """
-    viewer = _viewer(request)
+    viewer = viewer_of(request)
     if viewer is None:
         return redirect_to_login(request.get_full_path())
     if request.method == "POST":

@@ -31,21 +31,28 @@ ViewerView = Callable[Concatenate[HttpRequest, Principal, P], HttpResponse]
 View = Callable[Concatenate[HttpRequest, P], HttpResponse]
 
 
-def viewer_page(view: ViewerView[P]) -> View[P]:
-    """Make ``view`` a read-only page that receives the viewer as a Principal.
+def viewer_of(request: HttpRequest) -> Principal | None:
+    """Who looks at a web page: with authentication on, the signed-in Django user (None
+    for anyone else, who must sign in); on an anonymous server, the anonymous principal,
+    who sees everything without a login."""
+    if not auth_enabled():
+        return Principal.anonymous()
+    user = request.user
+    if not isinstance(user, User) or not user.is_authenticated:
+        return None
+    return Principal.for_user(user)
 
-    With authentication on, the viewer is the logged-in Django user and anyone else is
-    sent to the login page; an anonymous server shows everything without a login.
-    """
+
+def viewer_page(view: ViewerView[P]) -> View[P]:
+    """Make ``view`` a read-only page that receives the viewer (``viewer_of``) as a
+    Principal; anyone who must sign in is sent to the login page."""
 
     @wraps(view)
     def page(request: HttpRequest, /, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
-        if not auth_enabled():
-            return view(request, Principal.anonymous(), *args, **kwargs)
-        user = request.user
-        if not isinstance(user, User) or not user.is_authenticated:
+        viewer = viewer_of(request)
+        if viewer is None:
             return redirect_to_login(request.get_full_path())
-        return view(request, Principal.for_user(user), *args, **kwargs)
+        return view(request, viewer, *args, **kwargs)
 
     # GET only, and exempt from CSRF so that a POST gets the honest 405 instead of a
     # CSRF 403: the page accepts no unsafe method, so there is nothing to forge.

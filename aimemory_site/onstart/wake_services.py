@@ -18,7 +18,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from aimemory_site.lib.errors import BadRequest, Code, NotFound
+from aimemory_site.lib.errors import Code, NotFound
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.wakeups import (
     inbox_topic,
@@ -41,6 +41,7 @@ from messaging.selectors import message_pending_count
 from messaging.wake_webhooks import PARKED_GRACE
 from projects.access import Level, project_access, project_access_again
 from projects.models import AgentSession, Project
+from projects.services import session_id_parse
 
 
 @dataclass(frozen=True)
@@ -161,9 +162,7 @@ def session_wait(
     """
     wait = wait_seconds_parse(wait_seconds)
     found = project_access(principal, workspace, project, need=Level.READ)
-    session_id = session_id.strip()
-    if not session_id or len(session_id) > 200:
-        raise BadRequest("session_id must be 1-200 characters", code=Code.INVALID_SESSION_ID)
+    session_id = session_id_parse(session_id)
     session = session_of_principal(principal, session_id)
     if session is None:
         raise NotFound(
