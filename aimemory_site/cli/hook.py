@@ -59,9 +59,10 @@ HOOK_WAIT_TIMEOUT_DEFAULT_SECONDS = 3600
 REWAKE_EXIT_STATUS = 2
 # Two requests of one wait start at least this far apart, its last second included.
 REQUEST_SPACING_SECONDS = 1.0
-# The server's code for a session id it does not know (``Code.SESSION_NOT_FOUND``, which
-# the CLI does not import: it runs without Django).
-SESSION_NOT_FOUND = "session_not_found"
+# The server's codes for a session it does not know, or a project it does not have (its
+# data was reset: ``Code.SESSION_NOT_FOUND``, ``Code.PROJECT_NOT_FOUND``, which the CLI does
+# not import: it runs without Django). A session start registers both.
+UNKNOWN_TO_THE_SERVER = frozenset({"session_not_found", "project_not_found"})
 # Claude Code names how it was started here; only ``cli`` (or nothing) is a person at a
 # terminal. Print mode and SDK runs (``sdk-cli``, ...) would wait on a Stop hook.
 CLAUDE_ENTRYPOINT_ENV = "CLAUDE_CODE_ENTRYPOINT"
@@ -281,8 +282,8 @@ def wait_for_mail(
     wait asks the server for one second at least). A server that cannot be reached, or
     that does not answer, is asked again after a pause (1 s, doubling up to 60 s) until
     the time is up; it is not an error. When ``agent`` is given, a session the server
-    does not know (404 ``session_not_found``: it started while the server was away, or
-    the data was reset) is registered once, as that agent's ``resume`` start, and then
+    does not know (404 ``session_not_found``: it started while the server was away; or
+    ``project_not_found``: the data was reset) is registered once, as that agent's ``resume`` start, and then
     waited on; mail already pending then is returned at once, as the start told the
     session of it. Any other failure ends the wait with None, except a 401, which also
     prints ``token_problem``.
@@ -319,7 +320,7 @@ def wait_for_mail(
         except ClientError as failed:
             if failed.status == 401:
                 print(token_problem(client), file=sys.stderr)
-            if failed.code != SESSION_NOT_FOUND or registered or agent is None:
+            if failed.code not in UNKNOWN_TO_THE_SERVER or registered or agent is None:
                 return None
             registered = True
             if not spaced():

@@ -170,6 +170,22 @@ def test_a_session_the_server_does_not_know_is_registered_and_woken_by_mail(
     assert ended(waiting) == (2, "", NOTICE_1 + "\n")
 
 
+def test_a_project_the_server_no_longer_has_is_registered_and_woken_by_mail(
+    spawn: SpawnCli, cli: RunCli, served: httpx.Client, make_repo: MakeRepo, parked: threading.Event
+) -> None:
+    # The server's data was reset: the session's project is gone too.
+    repo_a, repo_c = make_repo("project-a"), make_repo("project-c")
+    assert cli("hook", "session-start", cwd=repo_a, stdin=stop_input("a-1", repo_a)).returncode == 0
+    waiting = spawn("hook", "wait", cwd=repo_c, stdin=stop_input("c-1", repo_c))
+    assert parked.wait(EXIT_WITHIN_SECONDS)
+
+    response = served.post("/api/v1/messages", json={**SEND, "to_project": "project-c"})
+    assert response.status_code == 201, response.text
+
+    notice = inbox_notice(count=1, workspace="default", project="project-c")
+    assert ended(waiting) == (2, "", notice + "\n")
+
+
 def test_mail_pending_when_an_unknown_session_registers_wakes_it_at_once(
     cli: RunCli, served: httpx.Client, repo_b: Path
 ) -> None:
