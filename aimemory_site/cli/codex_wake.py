@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -29,7 +28,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import TextIO
 
 from aimemory_site.cli import hook, waiters
 from aimemory_site.cli.client import ApiClient, server_url_from
@@ -84,45 +83,12 @@ def log(environ: Mapping[str, str], line: str) -> None:
         pass
 
 
-# ---- hook input -----------------------------------------------------------------------------
-
-
-def read_session(
-    stream: TextIO | None, command: str, required: Sequence[str] = ("session_id", "cwd")
-) -> dict[str, str] | str:
-    """The ``required`` fields of the hook JSON, or the one stderr line saying what is
-    wrong with it."""
-    text = ""
-    if stream is not None and not stream.isatty():
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            text = stream.read()
-    prefix = f"ai-memory: {command}:"
-    if not text.strip():
-        return f"{prefix} no hook JSON on stdin; nothing done"
-    try:
-        parsed: Any = json.loads(text)
-    except ValueError:
-        return f"{prefix} stdin is not JSON; nothing done"
-    if not isinstance(parsed, dict):
-        return f"{prefix} the hook JSON is not an object; nothing done"
-    fields = {name: parsed.get(name) for name in required}
-    found = {
-        name: value.strip()
-        for name, value in fields.items()
-        if isinstance(value, str) and value.strip()
-    }
-    missing = [name for name in required if name not in found]
-    if missing:
-        return f"{prefix} the hook JSON has no {' or '.join(missing)}; nothing done"
-    return found
-
-
 # ---- hook wait --client codex ---------------------------------------------------------------
 
 
 def run_hook(timeout: float, stdin: TextIO | None = None) -> int:
     """Codex's Stop hook: start the session's waiter (ending an older one) and return."""
-    session = read_session(sys.stdin if stdin is None else stdin, f"hook wait {CLIENT_HELP}")
+    session = hook.read_session(sys.stdin if stdin is None else stdin, f"hook wait {CLIENT_HELP}")
     if isinstance(session, str):
         print(session, file=sys.stderr)
         return 0

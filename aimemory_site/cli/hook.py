@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -98,6 +98,36 @@ def read_hook_input(stream: TextIO | None) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return parsed if isinstance(parsed, dict) else {}
+
+
+def read_session(
+    stream: TextIO | None, command: str, required: Sequence[str] = ("session_id", "cwd")
+) -> dict[str, str] | str:
+    """The ``required`` fields of the hook JSON, or the one stderr line saying what is
+    wrong with it."""
+    text = ""
+    if stream is not None and not stream.isatty():
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            text = stream.read()
+    prefix = f"ai-memory: {command}:"
+    if not text.strip():
+        return f"{prefix} no hook JSON on stdin; nothing done"
+    try:
+        parsed: Any = json.loads(text)
+    except ValueError:
+        return f"{prefix} stdin is not JSON; nothing done"
+    if not isinstance(parsed, dict):
+        return f"{prefix} the hook JSON is not an object; nothing done"
+    fields = {name: parsed.get(name) for name in required}
+    found = {
+        name: value.strip()
+        for name, value in fields.items()
+        if isinstance(value, str) and value.strip()
+    }
+    missing = [name for name in required if name not in found]
+    if missing:
+        return f"{prefix} the hook JSON has no {' or '.join(missing)}; nothing done"
+    return found
 
 
 def text_field(hook_input: Mapping[str, Any], key: str) -> str:
@@ -380,9 +410,11 @@ def run_wait(args: argparse.Namespace) -> int:
     if getattr(args, "client", "claude") == "claude" and not interactive_claude(os.environ):
         # A waiting Stop hook would hold a script's ``claude -p`` open for its timeout.
         return 0
-    hook_input = read_hook_input(sys.stdin)
-    if not text_field(hook_input, "session_id"):
+    session = read_session(sys.stdin, "hook wait")
+    if isinstance(session, str):
+        print(session, file=sys.stderr)
         return 0  # no session to wake
+    hook_input: dict[str, Any] = dict(session)
     try:
         payload = session_wait_payload(hook_input, os.environ)
     except CliError:
@@ -624,10 +656,11 @@ def add_parser(subparsers: SubParsers) -> None:
             "and exits 2, which wakes the session with it; the notice counts and names the "
             "mail, never its text.",
             "It exits 0 and prints nothing at --timeout, when a newer wait of the same "
-            "session took over, on input without a session_id, or on an error answer; a "
-            "server that cannot be reached is asked again, quietly, after 1 s, then twice as "
-            "long each time up to 60 s, until the timeout. Only a 401 is said, in one line on "
-            f"stderr naming {AUTH_TOKEN_ENV}. A session the server does not know (it "
+            "session took over, or on an error answer; a server that cannot be reached is "
+            "asked again, quietly, after 1 s, then twice as long each time up to 60 s, until "
+            "the timeout. Only a 401 is said, in one line on stderr naming "
+            f"{AUTH_TOKEN_ENV}, and hook JSON that is empty, not JSON or without session_id "
+            "or cwd, in one line on stderr, sending nothing. A session the server does not know (it "
             "started while the server was away, or the data was reset) is registered then, "
             "as a resume start that claims no handoff, and waited on; mail already pending "
             "then wakes it at once.",

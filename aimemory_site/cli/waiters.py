@@ -115,10 +115,13 @@ def become_waiter(environ: Mapping[str, str], session_id: str) -> None:
 
 def run_session_end(stdin: TextIO | None = None) -> int:
     """Codex's and Claude Code's SessionEnd hook: end the session's waiter; say nothing."""
-    hook_input = hook.read_hook_input(sys.stdin if stdin is None else stdin)
-    session_id = hook.text_field(hook_input, "session_id")
-    if not session_id:
+    session = hook.read_session(
+        sys.stdin if stdin is None else stdin, "hook session-end", required=("session_id",)
+    )
+    if isinstance(session, str):
+        print(session, file=sys.stderr)
         return 0
+    session_id = session["session_id"]
     with contextlib.suppress(RuntimeError):
         end_waiter(pid_path(os.environ, hook.session_key(server_url_from(os.environ), session_id)))
     return 0
@@ -133,8 +136,8 @@ def add_session_end_parser(hooks: SubParsers) -> None:
             "For the SessionEnd hook of Claude Code and Codex. Reads the hook JSON on stdin "
             "(session_id) and ends, at once, the session's waiter: the 'hook wait' Claude "
             "Code runs, or the one 'hook wait --client codex' started, after checking that "
-            "the process it recorded still runs. It makes no request and always exits 0 "
-            "with nothing printed.",
+            "the process it recorded still runs. It makes no request and always exits 0, "
+            "printing nothing but one stderr line for hook JSON it cannot use.",
             f"The waiters' pid files are in {WAITER_PIDS.as_posix()}/ under "
             f"${hook.STATE_HOME_ENV} (else ~/.local/state).",
         ],

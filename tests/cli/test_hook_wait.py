@@ -318,10 +318,23 @@ def test_the_waiter_ends_within_5_s_of_the_client_that_ran_it(
         client.wait()
 
 
-def test_input_without_a_session_id_waits_for_nothing(cli: RunCli, repo_b: Path) -> None:
-    result = cli("hook", "wait", cwd=repo_b, stdin=json.dumps({"cwd": str(repo_b)}))
+@pytest.mark.parametrize(
+    ("stdin", "complaint"),
+    [
+        ("", "no hook JSON on stdin"),
+        ("{not json", "stdin is not JSON"),
+        ('{"cwd": "/src/b"}', "the hook JSON has no session_id"),
+        ('{"session_id": "b-1"}', "the hook JSON has no cwd"),
+    ],
+)
+def test_hook_json_it_cannot_use_is_one_stderr_line_and_no_request(
+    cli: RunCli, repo_b: Path, wait_requests: list[float], stdin: str, complaint: str
+) -> None:
+    result = cli("hook", "wait", cwd=repo_b, stdin=stdin)
 
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert (result.returncode, result.stdout) == (0, "")
+    assert result.stderr == f"ai-memory: hook wait: {complaint}; nothing done\n"
+    assert wait_requests == []
 
 
 def test_a_missing_token_is_one_line_on_stderr_and_exit_0(
