@@ -54,6 +54,7 @@ fmt: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.notifications
+	$(BIN)/python -m bench.search
 	$(BIN)/python -m bench.agent_wake
 
 ## docs: write the generated tables of docs/reference.md from the code

@@ -151,6 +151,13 @@ class Message(models.Model):
                 condition=models.Q(state="pending", decision__isnull=False),
                 name="message_pending_question",
             ),
+            # What a thread walks down (docs/reference.md#search-and-threads): the
+            # answers of a message. Only a reply's send writes it.
+            models.Index(
+                fields=["in_reply_to"],
+                condition=models.Q(in_reply_to__isnull=False),
+                name="message_reply",
+            ),
             # What the retention purge walks, oldest first: a send writes nothing to it;
             # the claim, cancel or expiry that finishes a message adds it.
             models.Index(

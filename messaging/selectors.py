@@ -22,10 +22,12 @@ from projects.models import Project
 BOXES = ("inbox", "outbox")
 
 
-def box_parse(box: str | None) -> str:
+def box_parse(box: str | None, boxes: tuple[str, ...] = BOXES) -> str:
+    """``box`` (default ``inbox``) if it is one of ``boxes``, else 400 invalid_box."""
     value = (box or "").strip() or "inbox"
-    if value not in BOXES:
-        raise BadRequest(f'box must be "inbox" or "outbox", got "{box}"', code=Code.INVALID_BOX)
+    if value not in boxes:
+        named = " or ".join(f'"{name}"' for name in boxes)
+        raise BadRequest(f'box must be {named}, got "{box}"', code=Code.INVALID_BOX)
     return value
 
 
@@ -97,10 +99,10 @@ def message_status(
     wait = wait_seconds_parse(wait_seconds)
     scope = project_access(principal, workspace, project, need=Level.READ)
     if not wait:
-        return _status_of(scope, wanted)
+        return status_of(scope, wanted)
 
     now = timezone.now()
-    first = _status_of(scope, wanted)
+    first = status_of(scope, wanted)
     if not first.is_pending(now):
         return first
     # An expiry is no commit, so nothing publishes it: the wait ends at it by the clock.
@@ -109,7 +111,7 @@ def message_status(
     )
 
     def settled() -> Message | None:
-        found = _status_of(scope, wanted)
+        found = status_of(scope, wanted)
         return None if found.is_pending() else found
 
     answer = wait_for(
@@ -121,10 +123,12 @@ def message_status(
         client_gone=client_gone,
         until=until,
     )
-    return answer if answer is not None else _status_of(scope, wanted)
+    return answer if answer is not None else status_of(scope, wanted)
 
 
-def _status_of(scope: Project, wanted: uuid.UUID) -> Message:
+def status_of(scope: Project, wanted: uuid.UUID) -> Message:
+    """Message ``wanted`` if ``scope`` sent or received it, else 404 message_not_found:
+    the one answer for a message a project may not see (status, thread)."""
     found = (
         Message.objects.filter(pk=wanted)
         .filter(Q(to_project=scope) | Q(from_project=scope))

@@ -62,6 +62,7 @@ class Code(enum.StrEnum):
     INVALID_EXPIRY = "invalid_expiry"
     INVALID_WAIT_SECONDS = "invalid_wait_seconds"
     ADMISSION_REFUSED = "admission_refused"
+    INVALID_QUERY = "invalid_query"
     # Handoffs and pages
     INVALID_PAGE_PATH = "invalid_page_path"
     PAGE_NOT_FOUND = "page_not_found"

@@ -38,6 +38,13 @@ LIST_LIMIT_MIN = 1
 LIST_LIMIT_DEFAULT = 50
 LIST_LIMIT_MAX = 200
 
+# Search (docs/reference.md#search-and-threads): at most this many hits, the query's
+# longest length (longer is 400 invalid_query) and a snippet's.
+SEARCH_LIMIT_DEFAULT = 20
+SEARCH_LIMIT_MAX = 100
+SEARCH_QUERY_MAX_CHARS = 500
+SEARCH_SNIPPET_MAX_CHARS = 200
+
 
 def whole_number(value: object) -> int | None:
     """``value`` as an int when it is a whole number, else None: an int (a boolean is no
