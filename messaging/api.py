@@ -9,7 +9,14 @@ from aimemory_site.lib.api import UuidText, errors, principal_of
 from aimemory_site.lib.errors import BadRequest, Code
 from aimemory_site.lib.wakeups import CLIENT_GONE
 from messaging import services
-from messaging.payloads import message_payload, pop_payload, send_payload, status_payload
+from messaging.payloads import (
+    message_head_payload,
+    message_payload,
+    pop_payload,
+    search_hit_payload,
+    send_payload,
+    status_payload,
+)
 from messaging.schemas import (
     MessageCancelIn,
     MessageCancelOut,
@@ -17,11 +24,16 @@ from messaging.schemas import (
     MessageListQuery,
     MessagePopIn,
     MessagePopOut,
+    MessageSearchOut,
+    MessageSearchQuery,
     MessageSendIn,
     MessageSendOut,
     MessageStatusOut,
     MessageStatusQuery,
+    MessageThreadOut,
+    MessageThreadQuery,
 )
+from messaging.search import message_search, message_thread
 from messaging.selectors import message_list, message_status
 
 router = Router(tags=["messages"])
@@ -100,6 +112,41 @@ def messages_cancel(request: HttpRequest, payload: MessageCancelIn) -> dict[str,
         message_id=payload.message_id,
     )
     return {"cancelled": cancelled}
+
+
+# Declared before /messages/{message_id}: Django tries the routes in this order, and the
+# status route's {message_id} would take "search" too (and answer invalid_message_id).
+@router.get("/messages/search", response={200: MessageSearchOut, **errors(404)})
+def messages_search(request: HttpRequest, query: Query[MessageSearchQuery]) -> HttpResponse:
+    """Full-text search over the subjects and bodies of the project's mail, in every state
+    still stored, best match first, then newest; each hit without its body, with a snippet.
+
+    Never claims and never changes state (docs/reference.md#search-and-threads).
+    """
+    hits = message_search(
+        principal_of(request),
+        workspace=query.workspace,
+        project=query.project,
+        query=query.q,
+        box=query.box,
+        limit=query.limit,
+    )
+    return JsonResponse({"messages": [search_hit_payload(hit) for hit in hits]})
+
+
+@router.get("/messages/{message_id}/thread", response={200: MessageThreadOut, **errors(404)})
+def messages_thread(
+    request: HttpRequest, message_id: UuidText, query: Query[MessageThreadQuery]
+) -> HttpResponse:
+    """The ``in_reply_to`` chain the message belongs to, from its start, oldest first, each
+    without its body; only messages the project sent or received."""
+    messages = message_thread(
+        principal_of(request),
+        workspace=query.workspace,
+        project=query.project,
+        message_id=message_id,
+    )
+    return JsonResponse({"messages": [message_head_payload(m) for m in messages]})
 
 
 @router.get("/messages/{message_id}", response={200: MessageStatusOut, **errors(404)})

@@ -17,6 +17,9 @@ from aimemory_site.lib.limits import (
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
     LIST_LIMIT_MIN,
+    SEARCH_LIMIT_DEFAULT,
+    SEARCH_LIMIT_MAX,
+    SEARCH_QUERY_MAX_CHARS,
     WAIT_SECONDS_MAX,
 )
 from aimemory_site.lib.mcp_tool import (
@@ -45,9 +48,11 @@ from messaging.payloads import (
     decision_reply_payload,
     message_payload,
     pop_payload,
+    search_hit_payload,
     send_payload,
     status_payload,
 )
+from messaging.search import SEARCH_BOXES, message_search
 from messaging.selectors import BOXES, message_list, message_status
 from messaging.services import message_cancel, message_pop, message_send
 from projects.scope import scope_annotate, scope_of_call, scope_require_named
@@ -124,6 +129,19 @@ def status(call: ToolCall) -> dict[str, Any]:
         client_gone=call.client_gone,
     )
     return scope_annotate(status_payload(message), scope)
+
+
+def search(call: ToolCall) -> dict[str, Any]:
+    scope = scope_of_call(call)
+    hits = message_search(
+        call.principal,
+        workspace=scope.workspace,
+        project=scope.project,
+        query=call.required_text("query"),
+        box=call.text("box") or "inbox",
+        limit=call.integer("limit"),
+    )
+    return scope_annotate({"messages": [search_hit_payload(hit) for hit in hits]}, scope)
 
 
 # The one form memory_decision_answer asks for, by this key in inputRequests/inputResponses.
@@ -355,6 +373,35 @@ MESSAGING_TOOLS = (
             "message_id",
         ),
         handler=status,
+        annotations=READS,
+    ),
+    Tool(
+        name="memory_message_search",
+        description=(
+            "Search your project's mail, subject and body, in any state: find what you sent "
+            "or received before a compaction. Best match first; hits have a snippet, no body."
+        ),
+        input_schema=object_schema(
+            {
+                "query": {
+                    "type": "string",
+                    "description": f"Words; at most {SEARCH_QUERY_MAX_CHARS} chars.",
+                },
+                "box": {
+                    "type": "string",
+                    "description": f"{', '.join(SEARCH_BOXES[:-1])} or {SEARCH_BOXES[-1]}; "
+                    "default inbox.",
+                },
+                "limit": {
+                    "type": "integer",
+                    "description": f"{LIST_LIMIT_MIN}-{SEARCH_LIMIT_MAX}, default {SEARCH_LIMIT_DEFAULT}.",
+                },
+                "workspace": OWN_WORKSPACE,
+                "project": OWN_PROJECT,
+            },
+            "query",
+        ),
+        handler=search,
         annotations=READS,
     ),
 )

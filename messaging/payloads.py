@@ -10,6 +10,7 @@ from aimemory_site.lib.decisions import DECISION_FIELDS
 from aimemory_site.lib.timestamps import rfc3339
 from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
+from messaging.search import SearchHit
 from messaging.services import Sent
 
 # What a reply stored before the server judged replies at send says: it is not taken.
@@ -95,10 +96,25 @@ def send_payload(sent: Sent) -> dict[str, Any]:
     }
 
 
-def status_payload(message: Message) -> dict[str, Any]:
-    """The message without its body, with how its delivery went (docs/reference.md#status-replies-and-retries)."""
+def message_head_payload(message: Message) -> dict[str, Any]:
+    """``message`` as JSON without its body: a row of a thread, and what a status and a
+    search hit start from."""
     payload = message_payload(message)
     del payload["body"]
+    return payload
+
+
+def search_hit_payload(hit: SearchHit) -> dict[str, Any]:
+    """A search hit: the message without its body, then the snippet around the match
+    (docs/reference.md#search-and-threads)."""
+    payload = message_head_payload(hit.message)
+    payload["snippet"] = hit.snippet
+    return payload
+
+
+def status_payload(message: Message) -> dict[str, Any]:
+    """The message without its body, with how its delivery went (docs/reference.md#status-replies-and-retries)."""
+    payload = message_head_payload(message)
     payload["cancelled_at"] = rfc3339(message.cancelled_at)
     payload["claimed_by_agent"] = message.claimed_by_agent or None
     return payload

@@ -18,6 +18,10 @@ from aimemory_site.lib.limits import (
     LIST_LIMIT_DEFAULT,
     LIST_LIMIT_MAX,
     LIST_LIMIT_MIN,
+    SEARCH_LIMIT_DEFAULT,
+    SEARCH_LIMIT_MAX,
+    SEARCH_QUERY_MAX_CHARS,
+    SEARCH_SNIPPET_MAX_CHARS,
     WAIT_SECONDS_MAX,
 )
 from messaging.limits import BODY_MAX_CHARS, RETRY_ID_MAX_CHARS, SUBJECT_MAX_CHARS
@@ -215,6 +219,44 @@ class MessageCancelOut(Schema):
 class MessageStatusOut(MessageHeadOut):
     cancelled_at: str | None
     claimed_by_agent: str | None
+
+
+class MessageSearchQuery(Schema):
+    workspace: NameText
+    project: NameText
+    # Documented, not validated: the domain answers a longer query with 400 invalid_query,
+    # and another box with 400 invalid_box (docs/reference.md#search-and-threads).
+    q: str = Field(
+        description="Words to find in subjects and bodies; a query of only stop words or "
+        "punctuation finds nothing.",
+        json_schema_extra={"maxLength": SEARCH_QUERY_MAX_CHARS},
+    )
+    box: str = Field("inbox", json_schema_extra={"enum": ["inbox", "outbox", "all"]})
+    limit: int = Field(
+        SEARCH_LIMIT_DEFAULT, description=f"Clamped to {LIST_LIMIT_MIN}..{SEARCH_LIMIT_MAX}."
+    )
+
+
+class MessageSearchHitOut(MessageHeadOut):
+    snippet: str = Field(
+        description=f"At most {SEARCH_SNIPPET_MAX_CHARS} characters around the match, the "
+        "match in [ ]."
+    )
+
+
+class MessageSearchOut(Schema):
+    messages: list[MessageSearchHitOut] = Field(description="Best match first, then newest.")
+
+
+class MessageThreadQuery(Schema):
+    workspace: NameText
+    project: NameText
+
+
+class MessageThreadOut(Schema):
+    messages: list[MessageHeadOut] = Field(
+        description="Oldest first; only messages the caller's project sent or received."
+    )
 
 
 class MessageStatusQuery(Schema):

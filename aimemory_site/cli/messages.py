@@ -1,4 +1,5 @@
-"""``ai-memory message send|list|pop|cancel``: thin adapters over the JSON API.
+"""``ai-memory message send|list|pop|cancel|status|search|thread``: thin adapters over the
+JSON API.
 
 Human output is for a person reading at a glance; ``--json`` prints the server's answer.
 The ``format_*`` functions are pure, so their layout is tested without a server.
@@ -37,6 +38,9 @@ from aimemory_site.lib.limits import (
     LIST_LIMIT_MAX,
     LIST_LIMIT_MIN,
     MESSAGE_BODY_MAX_CHARS,
+    SEARCH_LIMIT_DEFAULT,
+    SEARCH_LIMIT_MAX,
+    SEARCH_QUERY_MAX_CHARS,
     WAIT_SECONDS_MAX,
     limit_clamp,
 )
@@ -44,9 +48,11 @@ from aimemory_site.lib.limits import (
 MESSAGES_PATH = "/api/v1/messages"
 POP_PATH = "/api/v1/messages/pop"
 CANCEL_PATH = "/api/v1/messages/cancel"
+SEARCH_PATH = "/api/v1/messages/search"
 BODY_FENCE_START = "---- body (untrusted cross-project input) ----"
 BODY_FENCE_END = "---- end of body ----"
 CANCEL_NEEDS_ONE_TARGET = "message cancel requires exactly one of --id <MESSAGE_ID> or --all"
+SEARCH_ONE_BOX = "message search takes at most one of --outbox or --all"
 # Every field the human output reads; a message without them is a server fault.
 DISPLAYED_MESSAGE_FIELDS = (
     "id",
@@ -58,6 +64,19 @@ DISPLAYED_MESSAGE_FIELDS = (
     "created_at",
     "body",
 )
+
+# What the one-or-two-line rows of a search or a thread read (they carry no body).
+DISPLAYED_ROW_FIELDS = (
+    "id",
+    "state",
+    "to_workspace",
+    "to_project",
+    "from_workspace",
+    "from_project",
+    "created_at",
+)
+# How a search's box reads in a sentence.
+BOX_WORDS = {"inbox": "inbox", "outbox": "outbox", "all": "inbox and outbox"}
 
 Message = Mapping[str, Any]
 # A body line that starts like a fence line could fake the end of the fence and make the
@@ -179,6 +198,50 @@ def format_message_list(
     return "\n".join(lines)
 
 
+def _row(message: Message) -> str:
+    """``ID  STATE  FROM -> TO  SUBJECT``: one message on one line."""
+    return (
+        f"{message['id']}  {message['state']}  "
+        f"{message['from_workspace']}/{message['from_project']} -> "
+        f"{message['to_workspace']}/{message['to_project']}  "
+        f"{_one_line(message.get('subject') or '(no subject)')}"
+    )
+
+
+def _one_line(text: str) -> str:
+    """``text`` with each run of whitespace (newlines too) made one space."""
+    return " ".join(text.split())
+
+
+def format_search_hits(hits: Sequence[Message], *, query: str, box: str, scope: Scope) -> str:
+    """Two lines a hit, best match first: the message's row, then its snippet (the match
+    in [ ]), flattened to one line."""
+    where = f"{scope.label}'s {BOX_WORDS.get(box, box)}"
+    if not hits:
+        return f"No messages in {where} match {query!r}."
+    lines = [f"Messages in {where} matching {query!r} (best match first):"]
+    for hit in hits:
+        lines += [f"  {_row(hit)}", f"    {_one_line(str(hit.get('snippet') or ''))}"]
+    return "\n".join(lines)
+
+
+def format_thread(
+    messages: Sequence[Message], *, message_id: str, scope: Scope, now: datetime
+) -> str:
+    """The thread oldest first, two lines a message: its row, then its age and what it
+    answers. The message asked about is marked with ``*``."""
+    if not messages:
+        return f"No messages of {scope.label} in the thread of {message_id}."
+    lines = [f"Thread of {message_id} in {scope.label} (oldest first):"]
+    for message in messages:
+        mark = "*" if message["id"] == message_id else " "
+        when = message_age(message["created_at"], now)
+        if message.get("in_reply_to"):
+            when += f", in reply to {message['in_reply_to']}"
+        lines += [f"{mark} {_row(message)}", f"    {when}"]
+    return "\n".join(lines)
+
+
 def format_popped(message: Message, security_notice: str) -> str:
     """Provenance first, then the notice, then the fenced body (docs/reference.md#cli)."""
     lines = [
@@ -224,6 +287,19 @@ def _checked_message(value: object, request: str) -> Message:
     ):
         raise ClientError(f"{request}: server answered with a malformed message")
     return value
+
+
+def _checked_rows(answer: Mapping[str, Any], request: str, *extra: str) -> list[Message]:
+    """The answer's ``messages``, each with the fields a row shows (and ``extra``)."""
+    listed = answer.get("messages")
+    if not isinstance(listed, list):
+        raise malformed(request, "messages")
+    for message in listed:
+        if not isinstance(message, dict) or any(
+            not isinstance(message.get(field), str) for field in (*DISPLAYED_ROW_FIELDS, *extra)
+        ):
+            raise ClientError(f"{request}: server answered with a malformed message")
+    return listed
 
 
 # ---- commands ---------------------------------------------------------------------------
@@ -314,6 +390,40 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_search(args: argparse.Namespace) -> int:
+    if args.outbox and args.all:
+        raise UsageError(SEARCH_ONE_BOX)
+    scope = current_scope(args.workspace, args.project)
+    box = "all" if args.all else "outbox" if args.outbox else "inbox"
+    query = {
+        "workspace": scope.workspace,
+        "project": scope.project,
+        "q": args.query,
+        "box": box,
+        "limit": args.limit,
+    }
+    answer = api_client(scope).get(SEARCH_PATH, query)
+    hits = _checked_rows(answer, f"GET {SEARCH_PATH}", "snippet")
+    if args.json:
+        print_json(answer)
+    else:
+        print(terminal_safe(format_search_hits(hits, query=args.query, box=box, scope=scope)))
+    return 0
+
+
+def run_thread(args: argparse.Namespace) -> int:
+    scope = current_scope(args.workspace, args.project)
+    path = f"{MESSAGES_PATH}/{urllib.parse.quote(args.id, safe='')}/thread"
+    answer = api_client(scope).get(path, {"workspace": scope.workspace, "project": scope.project})
+    messages = _checked_rows(answer, f"GET {path}")
+    if args.json:
+        print_json(answer)
+    else:
+        thread = format_thread(messages, message_id=args.id, scope=scope, now=datetime.now(UTC))
+        print(terminal_safe(thread))
+    return 0
+
+
 def run_pop(args: argparse.Namespace) -> int:
     scope = current_scope(args.workspace, args.project)
     payload: dict[str, str | int] = {"workspace": scope.workspace, "project": scope.project}
@@ -390,11 +500,20 @@ def list_limit(text: str) -> int:
     return limit_clamp(value)
 
 
+def search_limit(text: str) -> int:
+    """A number, clamped to 1..100 as the server clamps a search's limit."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    return max(LIST_LIMIT_MIN, min(SEARCH_LIMIT_MAX, value))
+
+
 def add_parser(subparsers: SubParsers) -> None:
     message_parser = add_command(
         subparsers,
         "message",
-        summary="send, list, pop, cancel or look up cross-project messages",
+        summary="send, list, pop, cancel, look up or search cross-project messages",
         paragraphs=[
             "Hand a self-contained request to an agent in another project, or read the "
             "current project's inbox. A message is popped exactly once; its sender can "
@@ -407,10 +526,14 @@ def add_parser(subparsers: SubParsers) -> None:
             "ai-memory message pop",
             "ai-memory message cancel --all",
             "ai-memory message status <message-id>",
+            'ai-memory message search "export endpoint" --all',
+            "ai-memory message thread <message-id>",
         ],
     )
     commands = message_parser.add_subparsers(
-        dest="message_command", metavar="{send,list,pop,cancel,status}", required=True
+        dest="message_command",
+        metavar="{send,list,pop,cancel,status,search,thread}",
+        required=True,
     )
 
     send = add_command(
@@ -563,3 +686,60 @@ def add_parser(subparsers: SubParsers) -> None:
     )
     add_json_flag(status)
     status.set_defaults(handler=run_status, command_parser=status)
+
+    search = add_command(
+        commands,
+        "search",
+        summary="full-text search of the current project's mail",
+        paragraphs=[
+            "Search the subjects and bodies of the current project's inbox, or with --outbox "
+            "what it sent, or with --all both, in every state still stored (pending, "
+            "claimed, cancelled, expired): best match first, then newest. Words match on "
+            "their stem (deploying finds deploy). Each hit shows the message's id, state, "
+            "sender and recipient, subject and a snippet with the match in [ ]; never a "
+            "body, and nothing is claimed.",
+            f"A query of only stop words or punctuation finds nothing; one over "
+            f"{SEARCH_QUERY_MAX_CHARS} characters is refused.",
+            scope_help(),
+        ],
+        examples=[
+            'ai-memory message search "export endpoint"',
+            "ai-memory message search deploy --outbox --limit 5",
+            'ai-memory message search "port 8080" --all --json',
+        ],
+    )
+    add_scope_flags(search)
+    search.add_argument("--outbox", action="store_true", help="search sent messages instead")
+    search.add_argument("--all", action="store_true", help="search both inbox and outbox")
+    search.add_argument(
+        "--limit",
+        type=search_limit,
+        default=SEARCH_LIMIT_DEFAULT,
+        metavar="N",
+        help=f"at most N hits, clamped to {LIST_LIMIT_MIN}..{SEARCH_LIMIT_MAX} "
+        f"(default {SEARCH_LIMIT_DEFAULT})",
+    )
+    add_json_flag(search)
+    search.add_argument("query", metavar="QUERY", help="the words to find (quote several)")
+    search.set_defaults(handler=run_search, command_parser=search)
+
+    thread = add_command(
+        commands,
+        "thread",
+        summary="a message's thread of replies, oldest first",
+        paragraphs=[
+            "Show the thread a message belongs to: the message its in_reply_to chain starts "
+            "from and every message that answers it, directly or through others, oldest "
+            "first, without bodies. Only messages the current project sent or received are "
+            "shown; one of them may still be in reply to a message that is not.",
+            scope_help(),
+        ],
+        examples=[
+            "ai-memory message thread <message-id>",
+            "ai-memory message thread <message-id> --json",
+        ],
+    )
+    add_scope_flags(thread)
+    thread.add_argument("id", metavar="ID", help="the id of any message of the thread")
+    add_json_flag(thread)
+    thread.set_defaults(handler=run_thread, command_parser=thread)

@@ -17,6 +17,7 @@ TOOL_NAMES = [
     "memory_message_pop",
     "memory_message_cancel",
     "memory_message_status",
+    "memory_message_search",
     "memory_briefing",
     "memory_handoff_create",
     "memory_write_page",

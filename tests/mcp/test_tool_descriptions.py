@@ -26,6 +26,7 @@ def test_the_descriptions_say_when_to_use_each_tool() -> None:
     assert "all" in DESCRIPTIONS["memory_message_cancel"]
     assert "how many messages wait" in DESCRIPTIONS["memory_briefing"]
     assert "you do not choose" in DESCRIPTIONS["memory_decision_answer"]
+    assert "before a compaction" in DESCRIPTIONS["memory_message_search"]
 
 
 # docs/reference.md#status-replies-and-retries, one row per tool: what clients may run without asking.
@@ -35,6 +36,7 @@ ANNOTATIONS = {
     "memory_message_pop": {"readOnlyHint": False, "destructiveHint": False},
     "memory_message_cancel": {"destructiveHint": True, "idempotentHint": True},
     "memory_message_status": {"readOnlyHint": True},
+    "memory_message_search": {"readOnlyHint": True},
     "memory_decision_answer": {"readOnlyHint": False, "destructiveHint": False},
     "memory_briefing": {"readOnlyHint": True},
     "memory_handoff_create": {"readOnlyHint": False, "destructiveHint": False},
@@ -60,6 +62,7 @@ def test_only_the_reading_tools_are_read_only() -> None:
     assert read_only == {
         "memory_message_list",
         "memory_message_status",
+        "memory_message_search",
         "memory_briefing",
         "memory_read_page",
         "memory_list_pages",
