@@ -16,13 +16,16 @@ from uuid import UUID
 
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.urls import reverse
+from django.utils import timezone
 
+from aimemory_site.lib.errors import BadRequest, NotFound
 from aimemory_site.lib.limits import LIST_LIMIT_MAX, PAGE_LIST_LIMIT
 from aimemory_site.lib.principal import Principal
 from messaging.answer_selectors import decision_of, question_deadline, questions_waiting_on
 from messaging.models import Message
 from messaging.payloads import decision_reply_payload
-from messaging.selectors import message_pending_count, pending_count_expression
+from messaging.search import SearchHit, message_search, message_thread
+from messaging.selectors import message_pending_count, message_status, pending_count_expression
 from projects.access import readable_projects
 from projects.models import Activity, Page, Project
 from projects.page_selectors import pages_of
@@ -32,6 +35,7 @@ SUMMARY_NAMED_LIMIT = 5
 SNIPPET_CHARS = 160
 RECENT_ACTIVITY_LIMIT = 20
 PAGES_LIMIT = PAGE_LIST_LIMIT  # as many as `ai-memory page list` shows at a time
+SEARCH_LIMIT = 20  # hits on the project page (docs/operating.md#the-web-mailbox)
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,10 @@ class ProjectName:
         quoting in a path.
         """
         return _project_url_pattern().format(workspace=self.workspace, project=self.project)
+
+    def message_url(self, message_id: UUID) -> str:
+        """The address of a message's page in this project."""
+        return reverse("webui:message", args=[self.workspace, self.project, message_id])
 
 
 @functools.cache
@@ -184,6 +192,56 @@ class PageList:
 
 
 @dataclass(frozen=True)
+class SnippetPart:
+    """A run of a search snippet's text; ``match`` for a run the search matched (the text
+    between ``[`` and ``]``). Plain text either way: the template escapes it, and only then
+    wraps a match in ``<mark>``."""
+
+    text: str
+    match: bool
+
+
+@dataclass(frozen=True)
+class MessageLink:
+    """A message in a list that links to its page (search hits, a thread): no body."""
+
+    id: UUID
+    url: str  # its message page
+    subject: str  # empty when the sender gave none
+    # "from" the sender for a message of the project's inbox, "to" the recipient for one
+    # of its outbox; ``counterpart`` is that project, None when the viewer may not read it.
+    direction: str
+    counterpart: ProjectName | None
+    state: str  # as every surface shows it now: a pending message past its expiry is expired
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class SearchRow:
+    link: MessageLink
+    snippet: list[SnippetPart]
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    """The project page's search (docs/operating.md#the-web-mailbox): the hits of its inbox and
+    outbox, best match first, or the error that refused the query."""
+
+    query: str
+    rows: list[SearchRow]
+    error: str = ""  # the message of a refused query (over 500 characters); empty otherwise
+
+    @property
+    def limit(self) -> int:
+        return SEARCH_LIMIT
+
+    @property
+    def capped(self) -> bool:
+        """As many hits as the page shows: more may match."""
+        return len(self.rows) >= SEARCH_LIMIT
+
+
+@dataclass(frozen=True)
 class ProjectPage:
     """A project page. ``name`` is None when the URL names no project; for a project that
     is missing or unreadable it holds the names the URL gave, and the page stays empty."""
@@ -192,6 +250,7 @@ class ProjectPage:
     mailbox: Mailbox
     activity: list[ActivityRow]
     pages: PageList
+    search: SearchResults | None = None  # None when the page was asked no query
 
     @property
     def cli_list_limit(self) -> int:
@@ -342,19 +401,27 @@ def _row_snippet(message: Message) -> str:
     return snippet(message.body)
 
 
-def project_page(principal: Principal, workspace: str | None, project: str | None) -> ProjectPage:
-    """The Mailbox, Pages and Recent Activity of the named project, as ``principal`` may see them.
+def project_page(
+    principal: Principal, workspace: str | None, project: str | None, query: str = ""
+) -> ProjectPage:
+    """The Mailbox, Pages and Recent Activity of the named project, as ``principal`` may
+    see them, and with a ``query`` the search of its inbox and outbox.
 
     A URL that names no project, a project that does not exist and one the viewer may not
     read all give the same empty page (apart from the names the URL itself carried), so
-    the page never hints that a restricted project exists. Names match exactly: no alias.
-    Never changes a message: rendering the mailbox is not a pop.
+    the page never hints that a restricted project exists: a search there finds nothing.
+    Names match exactly: no alias. Never changes a message: rendering the mailbox is not a
+    pop, and a search claims nothing.
     """
+    query = query.strip()
     if workspace is None or project is None:
         return _empty_page(None)
+    # Asked whether or not the project is there, so that a refused query is refused alike.
+    hits, error = _search(principal, workspace, project, query) if query else ([], "")
     found = _readable_project(principal, workspace, project)
     if found is None:
-        return _empty_page(ProjectName(workspace=workspace, project=project))
+        nothing = SearchResults(query=query, rows=[], error=error) if query else None
+        return _empty_page(ProjectName(workspace=workspace, project=project), nothing)
     messages = _mailbox_messages(found)
     total = message_pending_count(project=found)
     activities = list(
@@ -362,19 +429,85 @@ def project_page(principal: Principal, workspace: str | None, project: str | Non
         .select_related("counterpart__workspace")
         .order_by("-created_at", "-id")[:RECENT_ACTIVITY_LIMIT]
     )
-    # One query for the senders and the counterparts together.
+    # One query for the senders, the counterparts and the hits' other sides together.
     readable = _readable_among(
         principal,
         itertools.chain(
             (message.from_project_id for message in messages),
             (entry.counterpart_id for entry in activities if entry.counterpart_id is not None),
+            (_other_side_id(hit.message, found.pk) for hit in hits),
         ),
     )
+    name = _name_of(found)
+    now = timezone.now()
+    rows = [_search_row(hit, query, name, found.pk, readable, now) for hit in hits]
     return ProjectPage(
-        name=_name_of(found),
+        name=name,
         mailbox=_mailbox(messages, total, readable),
         activity=[_activity_row(entry, readable) for entry in activities],
         pages=_page_list(found),
+        search=SearchResults(query=query, rows=rows, error=error) if query else None,
+    )
+
+
+def _search(
+    principal: Principal, workspace: str, project: str, query: str
+) -> tuple[list[SearchHit], str]:
+    """The hits of the project's inbox and outbox, or the message of the error that refused
+    the query. A project the viewer may not read finds nothing, as a missing one does."""
+    try:
+        hits = message_search(
+            principal,
+            workspace=workspace,
+            project=project,
+            query=query,
+            box="all",
+            limit=SEARCH_LIMIT,
+        )
+    except NotFound:
+        return [], ""
+    except BadRequest as error:
+        return [], error.message
+    return hits, ""
+
+
+def _other_side_id(message: Message, project_id: UUID) -> UUID:
+    """The project at the other end of ``message`` from ``project_id``'s."""
+    return message.from_project_id if message.to_project_id == project_id else message.to_project_id
+
+
+def _message_link(
+    message: Message, name: ProjectName, project_id: UUID, readable: set[UUID], now: datetime
+) -> MessageLink:
+    """``message`` as a link from the page of ``name`` (whose project is ``project_id``).
+
+    Precondition: ``message`` came with both projects' workspaces selected, and
+    ``readable`` holds each other side the viewer may read.
+    """
+    inbound = message.to_project_id == project_id
+    other = message.from_project if inbound else message.to_project
+    return MessageLink(
+        id=message.pk,
+        url=name.message_url(message.pk),
+        subject=message.subject,
+        direction="from" if inbound else "to",
+        counterpart=_name_of(other) if other.pk in readable else None,
+        state=message.state_at(now),
+        created_at=message.created_at,
+    )
+
+
+def _search_row(
+    hit: SearchHit,
+    query: str,
+    name: ProjectName,
+    project_id: UUID,
+    readable: set[UUID],
+    now: datetime,
+) -> SearchRow:
+    return SearchRow(
+        link=_message_link(hit.message, name, project_id, readable, now),
+        snippet=[SnippetPart(text=text, match=match) for text, match in hit.parts()],
     )
 
 
@@ -429,12 +562,13 @@ def _mailbox(messages: list[Message], total: int, readable: set[UUID]) -> Mailbo
     return Mailbox(rows=rows, total=total)
 
 
-def _empty_page(name: ProjectName | None) -> ProjectPage:
+def _empty_page(name: ProjectName | None, search: SearchResults | None = None) -> ProjectPage:
     return ProjectPage(
         name=name,
         mailbox=Mailbox(rows=[], total=0),
         activity=[],
         pages=PageList(rows=[], capped=False),
+        search=search,
     )
 
 
@@ -502,4 +636,70 @@ def _activity_row(entry: Activity, readable: set[UUID]) -> ActivityRow:
         created_at=entry.created_at,
         counterpart_direction=direction,
         counterpart=_name_of(counterpart) if counterpart is not None and shown else None,
+    )
+
+
+@dataclass(frozen=True)
+class MessagePage:
+    """One message of a project, with its thread (docs/operating.md#the-web-mailbox): read-only."""
+
+    name: ProjectName
+    message: Message  # the whole row: its body is shown, fenced and escaped
+    state: str  # as every surface shows it now
+    sender: ProjectName | None  # None when the viewer may not read the sending project
+    recipient: ProjectName | None  # None when the viewer may not read the receiving project
+    inbound: bool  # the project is the recipient
+    # The in_reply_to chain (docs/reference.md#search-and-threads), oldest first: only
+    # messages of this project, each linked to its page; the message itself among them.
+    thread: list[MessageLink]
+    in_reply_to_url: str | None  # the page of the message this one answers, when shown
+    decision_url: str | None  # the answer page of a question in this project's inbox
+
+
+def message_page(
+    principal: Principal, workspace: str, project: str, message_id: UUID
+) -> MessagePage | None:
+    """The message ``message_id`` of the named project with its thread, or None.
+
+    None for an id that names no message whose sender or recipient is the project, for a
+    project that does not exist, and for one the viewer may not read, so all look the
+    same. The message comes from ``message_status``'s lookup (the access rule and the
+    lookup of a status, which loads the whole row, body included), the thread from
+    ``message_thread``'s. Never changes a message.
+    """
+    wanted = str(message_id)
+    try:
+        message = message_status(
+            principal=principal, workspace=workspace, project=project, message_id=wanted
+        )
+        thread = message_thread(principal, workspace=workspace, project=project, message_id=wanted)
+    except NotFound:
+        return None
+    inbound = (message.to_project.workspace.name, message.to_project.name) == (workspace, project)
+    here = message.to_project if inbound else message.from_project
+    name = _name_of(here)
+    readable = _readable_among(
+        principal,
+        itertools.chain(
+            (message.from_project_id, message.to_project_id),
+            (_other_side_id(entry, here.pk) for entry in thread),
+        ),
+    )
+    now = timezone.now()
+    links = [_message_link(entry, name, here.pk, readable, now) for entry in thread]
+    shown = {link.id for link in links}
+    return MessagePage(
+        name=name,
+        message=message,
+        state=message.state_at(now),
+        sender=_name_of(message.from_project) if message.from_project_id in readable else None,
+        recipient=_name_of(message.to_project) if message.to_project_id in readable else None,
+        inbound=inbound,
+        thread=links,
+        in_reply_to_url=name.message_url(message.in_reply_to)
+        if message.in_reply_to is not None and message.in_reply_to in shown
+        else None,
+        decision_url=reverse("webui:decision", args=[name.workspace, name.project, message.pk])
+        if inbound and message.decision is not None
+        else None,
     )

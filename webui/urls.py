@@ -23,7 +23,13 @@ urlpatterns = [
         views.page_detail,
         name="page",
     ),
-    # The one page with a form: it sends a decision-reply, never pops or cancels.
+    # A message with its thread: read-only, like every page above.
+    path(
+        "web/w/<str:workspace>/<str:project>/messages/<uuid:message_id>/",
+        views.message_detail,
+        name="message",
+    ),
+    # The one page whose form writes: it sends a decision-reply, never pops or cancels.
     path(
         "web/w/<str:workspace>/<str:project>/decisions/<uuid:question_id>/",
         decision_views.decision_detail,

@@ -1,6 +1,7 @@
 """The web mailbox's pages: GET-only, access and selectors, then a template.
 
-Nothing here changes a message: consuming one stays an agent action (memory_message_pop).
+Nothing here changes a message: consuming one stays an agent action (memory_message_pop),
+and neither the project page's search nor a message's page pops, cancels or answers.
 The web's only writes are a person's answers to the questions put to them
 (``decision_views``, ``link_views``), which send a reply as the answer page says.
 """
@@ -8,13 +9,14 @@ The web's only writes are a person's answers to the questions put to them
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Callable
 from functools import wraps
 from typing import Concatenate, ParamSpec
 
 from django.contrib.auth.models import User
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.utils.cache import add_never_cache_headers, get_conditional_response
@@ -24,7 +26,14 @@ from django.views.decorators.http import require_GET
 
 from aimemory_site.lib.principal import Principal
 from projects.auth import auth_enabled
-from webui.selectors import home_inbox, home_page, page_view, project_mailbox, project_page
+from webui.selectors import (
+    home_inbox,
+    home_page,
+    message_page,
+    page_view,
+    project_mailbox,
+    project_page,
+)
 
 P = ParamSpec("P")
 ViewerView = Callable[Concatenate[HttpRequest, Principal, P], HttpResponse]
@@ -71,7 +80,23 @@ def project_detail(
     workspace: str | None = None,
     project: str | None = None,
 ) -> HttpResponse:
-    return render(request, "webui/project.html", {"page": project_page(viewer, workspace, project)})
+    """A project's page; with ``?q=`` it also shows the search of the project's inbox and
+    outbox (docs/operating.md#the-web-mailbox)."""
+    query = request.GET.get("q", "")
+    page = project_page(viewer, workspace, project, query)
+    return render(request, "webui/project.html", {"page": page})
+
+
+@viewer_page
+def message_detail(
+    request: HttpRequest, viewer: Principal, workspace: str, project: str, message_id: uuid.UUID
+) -> HttpResponse:
+    """One message of a project with its thread, read-only. A message the viewer may not
+    see is the site's 404 page, as a missing one is."""
+    found = message_page(viewer, workspace, project, message_id)
+    if found is None:
+        raise Http404
+    return render(request, "webui/message.html", {"page": found})
 
 
 @viewer_page
