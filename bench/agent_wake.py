@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench.report import section_write
 from bench.run import ROOT
 from tests.agents.harness import (
     SENDER,
@@ -263,12 +264,7 @@ def main() -> None:
             results = _measure(Path(work))
         OUTPUT_JSON.write_text(json.dumps(results, indent=2) + "\n")
     section = _section(results)
-    text = OUTPUT.read_text() if OUTPUT.exists() else ""
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip() + "\n\n" + section + "\n"
-    OUTPUT.write_text(text)
+    section_write(OUTPUT, BEGIN, END, section)
     print(section)
 
 

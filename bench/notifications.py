@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 
 from aimemory_site.lib.decisions import decision_body_write, decision_subject
+from bench.report import section_write
 from bench.run import ROOT, Server, postgres_database
 
 OUTPUT = ROOT / "docs" / "benchmarks.md"
@@ -284,12 +285,7 @@ def main() -> None:
             results["PostgreSQL"] = _measure(url, bare_url)
     OUTPUT_JSON.write_text(json.dumps(results, indent=2) + "\n")
     section = _section(results)
-    text = OUTPUT.read_text() if OUTPUT.exists() else ""
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip() + "\n\n" + section + "\n"
-    OUTPUT.write_text(text)
+    section_write(OUTPUT, BEGIN, END, section)
     print(section)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform
 import sqlite3
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 CONCURRENCIES = (1, 8, 32)
@@ -595,3 +596,16 @@ The `tools/list` answer every agent loads at every session start (tokens ≈ cha
 {tools["chars"]:,} characters (≈ {tools["approx_tokens"]:,} tokens) in the initialize era,
 {tools["modern_chars"]:,} (≈ {tools["modern_approx_tokens"]:,}) in the 2026-07-28 era.
 """
+
+
+def section_write(output: Path, begin: str, end: str, section: str) -> None:
+    """Put ``section`` (which starts with ``begin`` and ends with ``end``, its markers) in
+    ``output`` in place of what was between those markers, or at the end: each bench module
+    other than ``bench.run`` keeps its own part of docs/benchmarks.md, which ``bench.run``'s
+    report leaves alone."""
+    text = output.read_text() if output.exists() else ""
+    if begin in text and end in text:
+        text = text[: text.index(begin)] + section + text[text.index(end) + len(end) :]
+    else:
+        text = text.rstrip() + "\n\n" + section + "\n"
+    output.write_text(text)

@@ -35,6 +35,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.report import section_write
+
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "docs" / "benchmarks.md"
 OUTPUT_JSON = ROOT / "docs" / "benchmarks-search.json"
@@ -364,12 +366,7 @@ def main() -> None:
             results["PostgreSQL"] = _measure(url)
     OUTPUT_JSON.write_text(json.dumps(results, indent=2) + "\n")
     section = _section(results)
-    text = OUTPUT.read_text() if OUTPUT.exists() else ""
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip() + "\n\n" + section + "\n"
-    OUTPUT.write_text(text)
+    section_write(OUTPUT, BEGIN, END, section)
     print(section)
 
 
