@@ -140,6 +140,7 @@ def deliver(
     body: str = "Please review the export endpoint.",
     *,
     subject: str | None = None,
+    in_reply_to: Message | None = None,
 ) -> Message:
     """Send from ``sender`` to ``to`` (each ``"workspace/project"``) as root would."""
     to_workspace, to_project = to.split("/")
@@ -152,6 +153,7 @@ def deliver(
         from_project=from_project,
         body=body,
         subject=subject,
+        in_reply_to=str(in_reply_to.pk) if in_reply_to is not None else None,
     ).message
 
 

@@ -13,11 +13,9 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, ViewportSize, expect
 from pytest_django.live_server_helper import LiveServer
 
-from aimemory_site.lib.principal import Principal
 from messaging.models import Message
-from messaging.services import message_send
 from tests.conftest import make_project
-from tests.webui.conftest import needs_chromium
+from tests.webui.conftest import deliver, needs_chromium
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 XSS = "<script>document.title='owned'</script>"
@@ -38,28 +36,13 @@ document.addEventListener("securitypolicyviolation", (event) => {
 """
 
 
-def send(to: str, sender: str, body: str, subject: str, reply_to: Message | None = None) -> Message:
-    to_workspace, to_project = to.split("/")
-    from_workspace, from_project = sender.split("/")
-    return message_send(
-        principal=Principal.root(),
-        to_workspace=to_workspace,
-        to_project=to_project,
-        from_workspace=from_workspace,
-        from_project=from_project,
-        body=body,
-        subject=subject,
-        in_reply_to=str(reply_to.pk) if reply_to is not None else None,
-    ).message
-
-
 @pytest.fixture
 def thread(db: None) -> Message:
     """A request to default/web-api, its answer and a follow-up; the answer returned.
     One body is long and unbroken, one holds markup, to try the layout and the escaping."""
     for name in ("web-api", "mobile-app", "billing"):
         make_project(None, "default", name)
-    ask = send(
+    ask = deliver(
         "default/web-api",
         "default/mobile-app",
         "The mobile app needs a streaming export before the next release.\n\n"
@@ -67,24 +50,26 @@ def thread(db: None) -> Message:
         "error case, and reply through the inbox once it is deploying to staging.\n"
         f"{XSS}\n"
         "Trace: " + "x" * 180,
-        "Add a /v1/export endpoint",
+        subject="Add a /v1/export endpoint",
     )
-    answer = send(
+    answer = deliver(
         "default/mobile-app",
         "default/web-api",
         "Deploying the export endpoint to staging now; NDJSON, one object per line.\n"
         "  curl -N https://staging.example.test/v1/export?since=2026-01-01T00:00:00Z",
-        "Re: Add a /v1/export endpoint",
-        reply_to=ask,
+        subject="Re: Add a /v1/export endpoint",
+        in_reply_to=ask,
     )
-    send(
+    deliver(
         "default/web-api",
         "default/mobile-app",
         "Thanks, the deploy works. <b>Closing</b> this.",
-        "Re: Re: Add a /v1/export endpoint",
-        reply_to=answer,
+        subject="Re: Re: Add a /v1/export endpoint",
+        in_reply_to=answer,
     )
-    send("default/web-api", "default/billing", "Rate limit the login route.", "Rate limits")
+    deliver(
+        "default/web-api", "default/billing", "Rate limit the login route.", subject="Rate limits"
+    )
     return answer
 
 

@@ -24,7 +24,7 @@ from django.utils import timezone
 from aimemory_site.lib.decisions import decision_body_write
 from aimemory_site.lib.principal import Principal
 from messaging.models import Message
-from messaging.services import message_cancel, message_pop, message_send
+from messaging.services import message_cancel, message_pop
 from projects.models import Project
 from tests.conftest import Persona, make_project
 from tests.webui.conftest import deliver, element, page, section, text_of
@@ -55,24 +55,6 @@ SEARCH_QUERIES_USER = 11
 # chain and messages; which of their projects the viewer may read.
 MESSAGE_QUERIES_ANONYMOUS = 8
 MESSAGE_QUERIES_USER = 9  # with ``auth_on``, as above
-
-
-def send(
-    to: str, sender: str, body: str, *, subject: str = "", in_reply_to: Message | None = None
-) -> Message:
-    """Send from ``sender`` to ``to`` (each ``"workspace/project"``) as root would."""
-    to_workspace, to_project = to.split("/")
-    from_workspace, from_project = sender.split("/")
-    return message_send(
-        principal=Principal.root(),
-        to_workspace=to_workspace,
-        to_project=to_project,
-        from_workspace=from_workspace,
-        from_project=from_project,
-        body=body,
-        subject=subject,
-        in_reply_to=str(in_reply_to.pk) if in_reply_to is not None else None,
-    ).message
 
 
 def message_url(message: Message, project: str = "default/project-b") -> str:
@@ -123,20 +105,20 @@ def test_the_project_page_has_a_search_box_and_no_results_without_a_query(
 def test_a_search_shows_hits_of_the_inbox_and_the_outbox_with_snippets(
     client: Client, projects: list[Project]
 ) -> None:
-    received = send(
+    received = deliver(
         "default/project-b",
         "default/project-a",
         "We are deploying the export endpoint to staging tonight.",
         subject="export rollout",
     )
-    sent = send(
+    sent = deliver(
         "default/project-c",
         "default/project-b",
         "Please deploy the docs site after the export lands.",
         subject="docs deploy",
     )
-    send("default/project-c", "default/project-a", "deploy elsewhere", subject="not b's")
-    send("default/project-b", "default/project-a", "nothing to see", subject="unrelated")
+    deliver("default/project-c", "default/project-a", "deploy elsewhere", subject="not b's")
+    deliver("default/project-b", "default/project-a", "nothing to see", subject="unrelated")
 
     found = search(client, "deploy")
     assert text_of(element(found, "search-count")) == "2 hits for “deploy”"
@@ -158,8 +140,8 @@ def test_a_search_shows_hits_of_the_inbox_and_the_outbox_with_snippets(
 def test_a_search_finds_every_stored_state_and_says_which(
     client: Client, projects: list[Project]
 ) -> None:
-    claimed = send("default/project-b", "default/project-a", "rotate the token", subject="one")
-    cancelled = send("default/project-c", "default/project-b", "rotate the cert", subject="two")
+    claimed = deliver("default/project-b", "default/project-a", "rotate the token", subject="one")
+    cancelled = deliver("default/project-c", "default/project-b", "rotate the cert", subject="two")
     message_pop(
         principal=Principal.anonymous(),
         workspace="default",
@@ -178,7 +160,7 @@ def test_a_search_finds_every_stored_state_and_says_which(
 
 
 def test_a_search_never_changes_a_message(client: Client, projects: list[Project]) -> None:
-    sent = send("default/project-b", "default/project-a", "keep me pending", subject="keep")
+    sent = deliver("default/project-b", "default/project-a", "keep me pending", subject="keep")
     for _ in range(2):
         assert len(hits(search(client, "pending"))) == 1
     assert Message.objects.get(pk=sent.pk).state == Message.State.PENDING
@@ -187,7 +169,7 @@ def test_a_search_never_changes_a_message(client: Client, projects: list[Project
 
 
 def test_subject_body_and_snippet_are_escaped(client: Client, projects: list[Project]) -> None:
-    send(
+    deliver(
         "default/project-b",
         "default/project-a",
         f"release {XSS} <b>bold</b> <mark>fake</mark> & more",
@@ -247,7 +229,7 @@ def test_a_snippet_is_escaped_before_its_match_is_marked(rf: RequestFactory) -> 
 def test_a_body_bracket_is_text_and_only_the_match_is_marked(
     client: Client, projects: list[Project]
 ) -> None:
-    send(
+    deliver(
         "default/project-b",
         "default/project-a",
         "The key [REDACTED] was rotated for the invoice service.",
@@ -262,7 +244,7 @@ def test_a_body_bracket_is_text_and_only_the_match_is_marked(
 def test_an_over_long_query_shows_the_error_on_the_page(
     client: Client, projects: list[Project]
 ) -> None:
-    send("default/project-b", "default/project-a", "x marks the spot", subject="x")
+    deliver("default/project-b", "default/project-a", "x marks the spot", subject="x")
     response = client.get(B_PAGE, {"q": "x" * 501})
     assert response.status_code == 200
     assert isinstance(response, HttpResponse)
@@ -278,7 +260,7 @@ def test_an_over_long_query_shows_the_error_on_the_page(
 def test_a_query_of_only_stop_words_finds_nothing_without_error(
     client: Client, projects: list[Project]
 ) -> None:
-    send("default/project-b", "default/project-a", "the and of it", subject="stop")
+    deliver("default/project-b", "default/project-a", "the and of it", subject="stop")
     found = search(client, "the of")
     assert 'id="search-error"' not in found
     assert text_of(element(found, "search-empty")) == (
@@ -288,7 +270,7 @@ def test_a_query_of_only_stop_words_finds_nothing_without_error(
 
 def test_twenty_hits_at_most(client: Client, projects: list[Project]) -> None:
     for n in range(22):
-        send("default/project-b", "default/project-a", f"batch item {n}", subject=f"batch {n}")
+        deliver("default/project-b", "default/project-a", f"batch item {n}", subject=f"batch {n}")
     found = search(client, "batch")
     assert len(hits(found)) == 20
     assert text_of(element(found, "search-count")) == "the best 20 hits for “batch”"
@@ -323,8 +305,8 @@ def test_a_project_page_with_a_search_runs_a_fixed_number_of_queries(
     django_assert_num_queries: NumQueries,
 ) -> None:
     for n in range(8):
-        send("default/project-b", "default/project-a", f"report {n}", subject=f"report {n}")
-        send("default/project-c", "default/project-b", f"report out {n}", subject=f"out {n}")
+        deliver("default/project-b", "default/project-a", f"report {n}", subject=f"report {n}")
+        deliver("default/project-c", "default/project-b", f"report out {n}", subject=f"out {n}")
     with django_assert_num_queries(SEARCH_QUERIES_ANONYMOUS):
         found = search(client, "report")
     assert len(hits(found)) == 16
@@ -345,7 +327,9 @@ def test_a_bodys_own_brackets_are_never_shown_as_a_match(
     client: Client, projects: list[Project]
 ) -> None:
     # A body's "[REDACTED]" (the scrubber's) sits beside the match in the snippet.
-    send("default/project-b", "default/project-a", "Deploying now, the key [REDACTED] as agreed.")
+    deliver(
+        "default/project-b", "default/project-a", "Deploying now, the key [REDACTED] as agreed."
+    )
 
     found = search(client, "deploy")
 
@@ -360,7 +344,7 @@ def test_a_bodys_own_brackets_are_never_shown_as_a_match(
 def test_the_message_page_shows_the_message_and_its_fenced_escaped_body(
     client: Client, projects: list[Project]
 ) -> None:
-    message = send(
+    message = deliver(
         "default/project-b",
         "default/project-a",
         f"Line one\n  indented {XSS}\n<img src=x onerror=alert(2)>",
@@ -392,13 +376,13 @@ def test_the_message_page_shows_the_message_and_its_fenced_escaped_body(
 def test_the_message_page_shows_claims_cancels_and_an_outbox_message(
     client: Client, projects: list[Project]
 ) -> None:
-    sent = send("default/project-c", "default/project-b", "please look", subject="to c")
+    sent = deliver("default/project-c", "default/project-b", "please look", subject="to c")
     message_pop(principal=Principal.anonymous(), workspace="default", project="project-c")
     html = page(client, message_url(sent))
     assert text_of(element(html, "message-meta")).startswith("claimed in the outbox of")
     facts = text_of(element(html, "message-facts"))
     assert "To default/project-c" in facts and "Claimed " in facts
-    withdrawn = send("default/project-c", "default/project-b", "never mind", subject="oops")
+    withdrawn = deliver("default/project-c", "default/project-b", "never mind", subject="oops")
     message_cancel(
         principal=Principal.anonymous(),
         workspace="default",
@@ -412,14 +396,14 @@ def test_the_message_page_shows_claims_cancels_and_an_outbox_message(
 def test_the_thread_links_each_message_of_the_project_oldest_first(
     client: Client, projects: list[Project]
 ) -> None:
-    ask = send("default/project-b", "default/project-a", "can you export?", subject="ask")
-    forward = send(
+    ask = deliver("default/project-b", "default/project-a", "can you export?", subject="ask")
+    forward = deliver(
         "default/project-c", "default/project-b", "c, can you?", subject="fwd", in_reply_to=ask
     )
-    aside = send(
+    aside = deliver(
         "default/project-a", "default/project-c", "c to a", subject="aside", in_reply_to=forward
     )
-    answer = send(
+    answer = deliver(
         "default/project-a", "default/project-b", "done", subject="answer", in_reply_to=forward
     )
     html = page(client, message_url(forward))
@@ -440,8 +424,8 @@ def test_the_thread_links_each_message_of_the_project_oldest_first(
 def test_a_reply_to_a_message_the_project_cannot_see_names_its_id_without_a_link(
     client: Client, projects: list[Project]
 ) -> None:
-    elsewhere = send("default/project-c", "default/project-a", "between a and c", subject="ac")
-    reply = send(
+    elsewhere = deliver("default/project-c", "default/project-a", "between a and c", subject="ac")
+    reply = deliver(
         "default/project-b", "default/project-a", "fyi", subject="fyi", in_reply_to=elsewhere
     )
     html = page(client, message_url(reply))
@@ -455,7 +439,7 @@ def test_the_message_page_takes_get_only_and_never_changes_the_message(
     projects: list[Project], method: str
 ) -> None:
     client = Client(enforce_csrf_checks=True)
-    message = send("default/project-b", "default/project-a", "stay", subject="stay")
+    message = deliver("default/project-b", "default/project-a", "stay", subject="stay")
     assert getattr(client, method)(message_url(message)).status_code == 405
     html = page(client, message_url(message))
     assert "<form" not in html and "<button" not in html
@@ -476,7 +460,7 @@ def _not_found(client: Client, path: str) -> str:
 def test_a_message_the_project_did_not_send_or_receive_is_the_404_page(
     client: Client, projects: list[Project]
 ) -> None:
-    between = send("default/project-c", "default/project-a", "not b's", subject="ac")
+    between = deliver("default/project-c", "default/project-a", "not b's", subject="ac")
     unknown = "0190b6a4-0000-7000-8000-000000000001"
     assert _not_found(client, message_url(between)) == _not_found(
         client, f"/web/w/default/project-b/messages/{unknown}/"
@@ -525,7 +509,7 @@ def test_a_question_links_to_its_answer_page(client: Client, projects: list[Proj
         requires_root=False,
         reply_project="default/project-a",
     )
-    question = send("default/project-b", "default/project-a", body, subject="decision: Ship it?")
+    question = deliver("default/project-b", "default/project-a", body, subject="decision: Ship it?")
     html = page(client, message_url(question))
     assert f'href="/web/w/default/project-b/decisions/{question.pk}/"' in html
 
@@ -536,7 +520,7 @@ def test_the_message_page_for_a_user_runs_a_fixed_number_of_queries(
     first = Message.objects.get(to_project=alpha)
     previous = first
     for n in range(4):
-        previous = send(
+        previous = deliver(
             "default/commons" if n % 2 == 0 else "default/alpha",
             "default/alpha" if n % 2 == 0 else "default/commons",
             f"step {n}",
@@ -552,10 +536,10 @@ def test_the_message_page_for_a_user_runs_a_fixed_number_of_queries(
 def test_an_anonymous_message_page_runs_a_fixed_number_of_queries(
     client: Client, projects: list[Project], django_assert_num_queries: NumQueries
 ) -> None:
-    previous = send("default/project-b", "default/project-a", "start", subject="start")
+    previous = deliver("default/project-b", "default/project-a", "start", subject="start")
     first = previous
     for n in range(4):
-        previous = send(
+        previous = deliver(
             "default/project-a" if n % 2 == 0 else "default/project-b",
             "default/project-b" if n % 2 == 0 else "default/project-a",
             f"step {n}",
@@ -573,7 +557,7 @@ def test_an_anonymous_message_page_runs_a_fixed_number_of_queries(
 def test_the_mailbox_rows_and_its_live_region_link_to_the_message_page(
     client: Client, projects: list[Project]
 ) -> None:
-    message = send("default/project-b", "default/project-a", "hello", subject="hello")
+    message = deliver("default/project-b", "default/project-a", "hello", subject="hello")
     link = f'<a href="{message_url(message)}">hello</a>'
     assert link in section(page(client, B_PAGE), "mailbox-heading")
     assert link in page(client, f"{B_PAGE}live/")
