@@ -1,5 +1,5 @@
 """The real Claude Code CLI, with the hooks ``ai-memory init`` wrote, against the model
-stand-in and a live server (DESIGN.md sections 15 and 18).
+stand-in and a live server (docs/agents.md#woken-by-mail).
 
 - An idle interactive session (under tmux) starts a new model turn carrying the inbox
   notice within 3 s of a send from another project.

@@ -1,5 +1,5 @@
 """The real Codex CLI, with the hooks ``ai-memory init`` wrote, against the model stand-in
-and a live server (DESIGN.md section 18).
+and a live server (docs/agents.md#codex-woken-by-mail).
 
 - An idle interactive session (under tmux) is woken through ``codex queue``: the stand-in
   sees a new turn of that session carrying the inbox notice.

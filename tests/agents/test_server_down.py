@@ -1,5 +1,5 @@
 """``ai-memory hook wait`` for a session that started while the server was down: once the
-server is up, the next mail wakes it (DESIGN.md section 18: a session the server does not
+server is up, the next mail wakes it (docs/agents.md#woken-by-mail: a session the server does not
 know is registered as a ``resume`` start, then waited on). The server comes back with its
 data (the project known, the session not), or with its data reset (neither known)."""
 
