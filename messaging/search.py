@@ -22,11 +22,10 @@ from django.db import connection
 
 from aimemory_site.lib.errors import BadRequest, Code
 from aimemory_site.lib.limits import (
-    LIST_LIMIT_MIN,
     SEARCH_LIMIT_DEFAULT,
-    SEARCH_LIMIT_MAX,
     SEARCH_QUERY_MAX_CHARS,
     SEARCH_SNIPPET_MAX_CHARS,
+    search_limit_clamp,
 )
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.sql import db_value, uuid_of
@@ -114,13 +113,6 @@ def query_parse(query: str | None) -> str:
             code=Code.INVALID_QUERY,
         )
     return text
-
-
-def search_limit_clamp(limit: int | None) -> int:
-    """Clamp a search limit to 1..100 (default 20), as ``limit_clamp`` clamps a list's."""
-    if limit is None:
-        return SEARCH_LIMIT_DEFAULT
-    return max(LIST_LIMIT_MIN, min(SEARCH_LIMIT_MAX, limit))
 
 
 def message_search(

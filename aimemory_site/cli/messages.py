@@ -12,7 +12,7 @@ import re
 import sys
 import urllib.parse
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,6 +43,7 @@ from aimemory_site.lib.limits import (
     SEARCH_QUERY_MAX_CHARS,
     WAIT_SECONDS_MAX,
     limit_clamp,
+    search_limit_clamp,
 )
 
 MESSAGES_PATH = "/api/v1/messages"
@@ -491,22 +492,22 @@ def wait_seconds(text: str) -> int:
     return max(0, min(WAIT_SECONDS_MAX, value))
 
 
-def list_limit(text: str) -> int:
-    """A number, clamped to 1..200 as the server clamps it (docs/reference.md#messages)."""
+def _clamped_number(text: str, clamp: Callable[[int | None], int]) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
-    return limit_clamp(value)
+    return clamp(value)
+
+
+def list_limit(text: str) -> int:
+    """A number, clamped to 1..200 as the server clamps it (docs/reference.md#messages)."""
+    return _clamped_number(text, limit_clamp)
 
 
 def search_limit(text: str) -> int:
     """A number, clamped to 1..100 as the server clamps a search's limit."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
-    return max(LIST_LIMIT_MIN, min(SEARCH_LIMIT_MAX, value))
+    return _clamped_number(text, search_limit_clamp)
 
 
 def add_parser(subparsers: SubParsers) -> None:

@@ -66,6 +66,13 @@ def limit_clamp(limit: int | None) -> int:
     return max(LIST_LIMIT_MIN, min(LIST_LIMIT_MAX, limit))
 
 
+def search_limit_clamp(limit: int | None) -> int:
+    """Clamp a search limit to 1..100 (default 20), as ``limit_clamp`` clamps a list's."""
+    if limit is None:
+        return SEARCH_LIMIT_DEFAULT
+    return max(LIST_LIMIT_MIN, min(SEARCH_LIMIT_MAX, limit))
+
+
 def text_cap(text: str, limit: int, label: str) -> str:
     """If longer than ``limit`` chars, keep the first ``limit`` chars and append
     ``f"\\n[{label} truncated; {n} chars omitted]"`` where n = chars dropped; else
