@@ -21,6 +21,7 @@ import json
 import math
 import os
 import platform
+import re
 import resource
 import shutil
 import socket
@@ -630,7 +631,15 @@ def main() -> None:
     _save(results)
     from bench.report import report
 
-    OUTPUT.write_text(report(_plain(results)))
+    # The sections other bench modules keep between their markers (section_write) stay.
+    kept = OUTPUT.read_text() if OUTPUT.exists() else ""
+    sections = re.findall(r"<!-- ([\w ]+): begin -->.*?<!-- \1: end -->", kept, re.S)
+    blocks = [
+        kept[kept.index(f"<!-- {name}: begin -->") : kept.index(f"<!-- {name}: end -->")]
+        + f"<!-- {name}: end -->"
+        for name in sections
+    ]
+    OUTPUT.write_text("\n\n".join([report(_plain(results)).rstrip(), *blocks]) + "\n")
     print(OUTPUT.read_text())
 
 
