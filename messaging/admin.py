@@ -10,7 +10,13 @@ from django.http import HttpRequest
 
 from messaging.models import Message, NotificationDelivery, NotificationTarget, WakeWebhook
 from messaging.notifications import notify_url_masked, notify_url_refusal
-from messaging.wake_webhooks import wake_secret_new, wake_url_refusal, wake_url_shown
+from messaging.wake_webhooks import (
+    wake_secret_for,
+    wake_token_refusal,
+    wake_url_refusal,
+    wake_url_shown,
+    wake_webhook_enabled_again,
+)
 
 
 @admin.register(Message)
@@ -134,11 +140,9 @@ class WakeWebhookForm(forms.ModelForm[WakeWebhook]):
     def clean(self) -> dict[str, object]:
         cleaned = super().clean() or {}
         secret = str(cleaned.get("secret") or "").strip()
-        dialect = cleaned.get("dialect")
-        if dialect == WakeWebhook.Dialect.CLAUDE_ROUTINE and not secret:
-            self.add_error("secret", "a claude-routine webhook needs the routine's bearer token")
-        if dialect == WakeWebhook.Dialect.GENERIC and secret:
-            self.add_error("secret", "a generic webhook's secret is made by the server")
+        refusal = wake_token_refusal(str(cleaned.get("dialect") or ""), secret)
+        if refusal is not None:
+            self.add_error("secret", refusal)
         cleaned["secret"] = secret
         return cleaned
 
@@ -194,13 +198,11 @@ class WakeWebhookAdmin(admin.ModelAdmin[WakeWebhook]):
         change: bool,
     ) -> None:
         made = None
-        if not change and obj.dialect == WakeWebhook.Dialect.GENERIC:
-            obj.secret = made = wake_secret_new()
+        if not change:
+            obj.secret = wake_secret_for(obj.dialect, obj.secret)
+            made = obj.secret if obj.dialect == WakeWebhook.Dialect.GENERIC else None
         if change and "enabled" in form.changed_data and obj.enabled:
-            # Enabled again by hand: a fresh start, with no wake left queued.
-            obj.failures = 0
-            obj.disabled_reason = ""
-            obj.wake_due_at = None
+            wake_webhook_enabled_again(obj)
         super().save_model(request, obj, form, change)
         if made is not None:
             self.message_user(

@@ -61,10 +61,9 @@ STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 # databases' tokenizers say.
 _WORD = re.compile(r"[^\W_]+")
 
-# The characters PostgreSQL's index reads as spaces (messaging/migrations/0012_search.py,
-# which must say the same): its parser would keep a path or a host whole.
-POSTGRESQL_SEPARATORS = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
-# The same, as the runs the index's regexp_replace reads as one space.
+# The runs of ASCII punctuation PostgreSQL's index reads as one space
+# (messaging/migrations/0012_search.py, which must say the same): its parser would keep a
+# path or a host whole.
 POSTGRESQL_SEPARATOR_RUNS = "[!-/:-@[-`{-~]+"
 
 # What marks a match while the snippet is cut; brackets once cut (a body may hold

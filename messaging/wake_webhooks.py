@@ -129,22 +129,44 @@ def wake_webhook_add(
     is saved)."""
     if dialect not in Dialect.values:
         raise ValueError(f"unknown dialect {dialect!r}: generic or claude-routine")
-    refusal = wake_url_refusal(url)
+    refusal = wake_url_refusal(url) or wake_token_refusal(dialect, token)
     if refusal is not None:
         raise ValueError(refusal)
-    token = (token or "").strip()
-    if dialect == Dialect.CLAUDE_ROUTINE and not token:
-        raise ValueError("a claude-routine webhook needs --token: the routine's bearer token")
-    if dialect == Dialect.GENERIC and token:
-        raise ValueError(
-            "a generic webhook signs with a secret the server makes; --token is for claude-routine"
-        )
     return WakeWebhook.objects.create(
         project=project,
         url=url.strip(),
         dialect=dialect,
-        secret=token if dialect == Dialect.CLAUDE_ROUTINE else wake_secret_new(),
+        secret=wake_secret_for(dialect, token),
     )
+
+
+def wake_token_refusal(dialect: str, token: str | None) -> str | None:
+    """Why ``token`` does not suit a webhook of ``dialect``, in one line; None when it
+    does: a ``claude-routine`` needs its routine's bearer, a ``generic`` one signs with
+    a secret the server makes."""
+    token = (token or "").strip()
+    if dialect == Dialect.CLAUDE_ROUTINE and not token:
+        return "a claude-routine webhook needs --token: the routine's bearer token"
+    if dialect == Dialect.GENERIC and token:
+        return (
+            "a generic webhook signs with a secret the server makes; --token is for claude-routine"
+        )
+    return None
+
+
+def wake_secret_for(dialect: str, token: str | None) -> str:
+    """What a new webhook of ``dialect`` keeps as its secret: the routine's bearer, or a
+    new signing secret (``wake_secret_new``)."""
+    return (token or "").strip() if dialect == Dialect.CLAUDE_ROUTINE else wake_secret_new()
+
+
+def wake_webhook_enabled_again(webhook: WakeWebhook) -> None:
+    """Set ``webhook`` (not saved) as a webhook enabled again by hand is: a fresh start,
+    its failures and their reason forgotten, no wake left queued."""
+    webhook.enabled = True
+    webhook.failures = 0
+    webhook.disabled_reason = ""
+    webhook.wake_due_at = None
 
 
 def wake_webhook_line(webhook: WakeWebhook) -> str:

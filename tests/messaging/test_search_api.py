@@ -136,7 +136,7 @@ def test_the_limit_defaults_to_20_and_cuts_the_best_matches(api: ApiCall) -> Non
 def test_a_query_of_stop_words_or_syntax_is_no_error(api: ApiCall, q: str) -> None:
     _send(api, body="the quick brown fox")
 
-    assert isinstance(_search(api, B, q), list)
+    assert _search(api, B, q) == []
 
 
 @pytest.mark.usefixtures("projects")
