@@ -37,103 +37,89 @@ _BLOCK = re.compile(
     re.DOTALL,
 )
 
-# What each error code means and the HTTP status it answers with. The enum is the list;
-# a code without a line here stops the generator, so a new code cannot go undocumented,
-# and so does a line for a code the enum no longer has.
-ERROR_CODES: dict[str, tuple[str, str]] = {
-    "bad_request": ("400", "the request cannot be used; also an unparsable header"),
-    "unauthorized": ("401", "authentication is on and the bearer is missing, unknown or revoked"),
-    "forbidden": ("403", "the caller may not do this"),
-    "not_found": ("404", "no such route"),
-    "conflict": ("409", "the request conflicts with the current state"),
-    "payload_too_large": ("413", "the request body is over 1 MiB"),
-    "request_timeout": ("408", "the body stopped arriving for `AI_MEMORY_CLIENT_TIMEOUT` seconds"),
-    "validation_error": ("422", "the body or query does not match the route's schema"),
-    "method_not_allowed": ("405", "the route does not take this method"),
-    "server_error": ("500", "an error of the server's own; the log has the details"),
-    "database_unavailable": ("503", "the database did not answer in time, or refused"),
-    "rate_limited": ("429", "over `AI_MEMORY_RATE_LIMIT`; `Retry-After` says when to retry"),
+# What each error code means; its HTTP status is the code's own (lib/errors.py). The enum
+# is the list: a code without a line here stops the generator, so a new code cannot go
+# undocumented, and so does a line for a code the enum no longer has.
+ERROR_CODES: dict[str, str] = {
+    "bad_request": "the request cannot be used; also an unparsable header",
+    "unauthorized": "authentication is on and the bearer is missing, unknown or revoked",
+    "forbidden": "the caller may not do this",
+    "not_found": "no such route",
+    "conflict": "the request conflicts with the current state",
+    "payload_too_large": "the request body is over 1 MiB",
+    "request_timeout": "the body stopped arriving for `AI_MEMORY_CLIENT_TIMEOUT` seconds",
+    "validation_error": "the body or query does not match the route's schema",
+    "method_not_allowed": "the route does not take this method",
+    "server_error": "an error of the server's own; the log has the details",
+    "database_unavailable": "the database did not answer in time, or refused",
+    "rate_limited": "over `AI_MEMORY_RATE_LIMIT`; `Retry-After` says when to retry",
     "too_many_waits": (
-        "429",
         "a call with `wait_seconds` past `AI_MEMORY_MAX_WAITS_PER_CALLER` or "
-        "`AI_MEMORY_MAX_WAITS`; nothing done; `Retry-After` says when to retry",
+        "`AI_MEMORY_MAX_WAITS`; nothing done; `Retry-After` says when to retry"
     ),
-    "bad_host": ("400", "the `Host` header is not in `ALLOWED_HOSTS`"),
+    "bad_host": "the `Host` header is not in `ALLOWED_HOSTS`",
     "origin_not_allowed": (
-        "403",
-        "a browser `Origin` that is neither the server's own nor in `AI_MEMORY_ALLOWED_ORIGINS`",
+        "a browser `Origin` that is neither the server's own nor in `AI_MEMORY_ALLOWED_ORIGINS`"
     ),
-    "unsupported_media_type": ("415", "a request body that is not `application/json`"),
+    "unsupported_media_type": "a request body that is not `application/json`",
     "invalid_text": (
-        "400",
-        "a body that is not UTF-8, or a NUL or a lone surrogate anywhere in the request",
+        "a body that is not UTF-8, or a NUL or a lone surrogate anywhere in the request"
     ),
-    "invalid_arguments": ("400", "MCP: a tool's arguments are missing or of the wrong type"),
-    "request_line_too_long": ("414", "a request line over 4094 bytes"),
-    "headers_too_large": ("431", "request headers too large"),
-    "oauth_not_offered": ("404", "`/.well-known/oauth-*`: the server offers no OAuth"),
-    "invalid_name": ("400", "a workspace or project name outside 1-100 chars of `[A-Za-z0-9._-]`"),
-    "project_not_found": ("404", "no such project, or one the caller may not read"),
-    "write_access_required": ("403", "the caller may read the project but not write it"),
-    "invalid_session_id": ("400", "a `session_id` outside 1-200 characters"),
-    "session_taken": ("409", "the session id was registered by another principal"),
+    "invalid_arguments": "MCP: a tool's arguments are missing or of the wrong type",
+    "request_line_too_long": "a request line over 4094 bytes",
+    "headers_too_large": "request headers too large",
+    "oauth_not_offered": "`/.well-known/oauth-*`: the server offers no OAuth",
+    "invalid_name": "a workspace or project name outside 1-100 chars of `[A-Za-z0-9._-]`",
+    "project_not_found": "no such project, or one the caller may not read",
+    "write_access_required": "the caller may read the project but not write it",
+    "invalid_session_id": "a `session_id` outside 1-200 characters",
+    "session_taken": "the session id was registered by another principal",
     "session_not_found": (
-        "404",
-        "a session wait for a session id the caller did not register (unknown or another's)",
+        "a session wait for a session id the caller did not register (unknown or another's)"
     ),
     "invalid_source": (
-        "400",
-        "a session start's `source` other than `startup`, `resume`, `clear`, `compact`, `init`",
+        "a session start's `source` other than `startup`, `resume`, `clear`, `compact`, `init`"
     ),
-    "scope_incomplete": ("400", "only one of workspace and project was named"),
+    "scope_incomplete": "only one of workspace and project was named",
     "scope_not_named": (
-        "400",
         "MCP: pop, cancel, send, a handoff, a page write or a decision answer on a scope the "
-        "server only inferred",
+        "server only inferred"
     ),
-    "empty_body": ("400", "a message, handoff or page without a body"),
-    "invalid_box": ("400", '`box` other than "inbox" or "outbox" (search: or "all")'),
-    "invalid_query": ("400", "a search query over 500 characters"),
-    "invalid_message_id": ("400", "a `message_id` that is not a message id"),
-    "cancel_target": ("400", "cancel without exactly one of `message_id` and `all: true`"),
-    "inbox_full": ("409", "the recipient's inbox already holds 256 pending messages"),
-    "message_not_found": ("404", "no such message for this caller's project"),
-    "invalid_in_reply_to": (
-        "400",
-        "`in_reply_to` names no message sent or received by the sending project",
-    ),
-    "invalid_idempotency_key": ("400", "an `idempotency_key` outside 1-200 characters"),
-    "invalid_request_id": ("400", "a `request_id` outside 1-200 characters"),
+    "empty_body": "a message, handoff or page without a body",
+    "invalid_box": '`box` other than "inbox" or "outbox" (search: or "all")',
+    "invalid_query": "a search query over 500 characters",
+    "invalid_message_id": "a `message_id` that is not a message id",
+    "cancel_target": "cancel without exactly one of `message_id` and `all: true`",
+    "inbox_full": "the recipient's inbox already holds 256 pending messages",
+    "message_not_found": "no such message for this caller's project",
+    "invalid_in_reply_to": "`in_reply_to` names no message sent or received by the sending project",
+    "invalid_idempotency_key": "an `idempotency_key` outside 1-200 characters",
+    "invalid_request_id": "a `request_id` outside 1-200 characters",
     "invalid_expiry": (
-        "400",
         "an `expires_in_seconds` that is not a whole number of seconds in 60..2,592,000 "
-        "(1 minute to 30 days)",
+        "(1 minute to 30 days)"
     ),
-    "invalid_wait_seconds": ("400", "a `wait_seconds` that is not an integer"),
-    "admission_refused": ("403", "a deciding admission webhook refused the operation"),
-    "invalid_page_path": ("400", "a page path that breaks the path rules"),
-    "page_not_found": ("404", "no page at that path"),
-    "not_a_pending_decision": ("400", "answer page: the message is not a pending question"),
-    "unknown_option": ("400", "answer page: the question offers no such option"),
+    "invalid_wait_seconds": "a `wait_seconds` that is not an integer",
+    "admission_refused": "a deciding admission webhook refused the operation",
+    "invalid_page_path": "a page path that breaks the path rules",
+    "page_not_found": "no page at that path",
+    "not_a_pending_decision": "answer page: the message is not a pending question",
+    "unknown_option": "answer page: the question offers no such option",
     "invalid_decision": (
-        "400",
         "a question whose deadline is under 60 s or over 30 days away or does not parse, "
-        "or whose on_deadline it does not offer",
+        "or whose on_deadline it does not offer"
     ),
     "reply_project_not_found": (
-        "400",
-        "answer page: the question's `reply_project` is missing, unknown or not the asker",
+        "answer page: the question's `reply_project` is missing, unknown or not the asker"
     ),
-    "root_required": ("403", "answer page: a `requires_root` question, answered by non-root"),
+    "root_required": "answer page: a `requires_root` question, answered by non-root",
     "anonymous_answers_off": (
-        "403",
-        "answer page: an anonymous server without `AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS=1`",
+        "answer page: an anonymous server without `AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS=1`"
     ),
-    "decision_already_answered": ("409", "answer page: the question already has an answer"),
+    "decision_already_answered": "answer page: the question already has an answer",
     "invalid_request_state": (
-        "400",
         "MCP `memory_decision_answer`: a `requestState` altered, expired (10 minutes), "
-        "issued to another caller or for another question, or already used; nothing sent",
+        "issued to another caller or for another question, or already used; nothing sent"
     ),
 }
 
@@ -339,7 +325,7 @@ def errors_block() -> str:
         raise SystemExit(
             f"tools/docs.py: ERROR_CODES names codes the enum lacks: {', '.join(gone)}"
         )
-    rows = [(f"`{code.value}`", *ERROR_CODES[code.value]) for code in Code]
+    rows = [(f"`{code.value}`", str(code.status), ERROR_CODES[code.value]) for code in Code]
     return _table(("code", "HTTP status", "when"), rows)
 
 

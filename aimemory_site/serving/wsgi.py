@@ -225,7 +225,7 @@ def _request_line_too_long(
         f"the request line (method, path and query) is longer than {REQUEST_LINE_MAX_BYTES} bytes",
         code=Code.REQUEST_LINE_TOO_LONG,
     )
-    body = json.dumps(machine_error_body(path, 414, error)).encode()
+    body = json.dumps(machine_error_body(path, error.http_status, error)).encode()
     start_response(status, [("Content-Type", "application/json")])
     return [body]
 
