@@ -204,8 +204,9 @@ def _unreadable_chunks() -> BadRequest:
 
 
 class RequestGuardMiddleware:
-    """Apply ``json_request_refusal`` to the JSON API and the hook route, and refuse
-    NUL or lone surrogates in any web URL with our own 400 page.
+    """Apply ``json_request_refusal`` to the JSON API and the hook route, and refuse a
+    URL that is not UTF-8 or holds a NUL or a lone surrogate everywhere else: in JSON on
+    the other machine routes, with our own 400 page on the web.
 
     ``/mcp`` applies the same rule itself, after its method check, and answers in
     JSON-RPC (``aimemory_site.mcp.views``).
@@ -223,6 +224,8 @@ class RequestGuardMiddleware:
         elif not path.startswith("/mcp"):
             refusal = url_text_refusal(request)
             if refusal is not None:
+                if is_machine(request):
+                    return error_response(refusal)
                 return error_page("400.html", 400)
         return self.get_response(request)
 

@@ -506,6 +506,74 @@ def test_hostile_text_in_a_query_is_refused(client: Client, query: str) -> None:
         assert response.json()["code"] == "invalid_text"
 
 
+# Percent-escapes of bytes that are not UTF-8: a lone continuation byte, a byte UTF-8
+# never uses, a sequence cut short, an encoded surrogate. Django would read each as
+# U+FFFD (or, in a path, as the escape again) and serve the request.
+NOT_UTF8_ESCAPES = ["%FF", "%80", "%C3", "%ED%A0%80"]
+MACHINE_URLS_OF = [
+    "/api/v1/messages?workspace=default&project={}",
+    "/api/v1/messages?workspace{}=default&project=project-b",
+    "/api/v1/briefing?workspace=default&project=project-b&x={}",
+    "/handoff?workspace=default&project=project-a&session_id={}",
+    "/api/v1/{}",
+    "/api/v1/messages/{}/thread?workspace=default&project=project-b",
+    "/healthz?x={}",
+]
+
+
+@pytest.mark.parametrize("escape", NOT_UTF8_ESCAPES)
+@pytest.mark.parametrize("url", MACHINE_URLS_OF)
+def test_a_path_or_query_that_is_not_utf_8_is_invalid_text(
+    client: Client, url: str, escape: str
+) -> None:
+    before = _state()
+
+    response = client.get(url.format(escape))
+
+    assert response.status_code == 400, response.content
+    assert response.json() == {
+        "detail": "the path or the query is not UTF-8 once percent-decoded; nothing was changed",
+        "code": "invalid_text",
+    }
+    assert _state() == before
+
+
+@pytest.mark.parametrize("escape", NOT_UTF8_ESCAPES)
+def test_mcp_refuses_a_query_that_is_not_utf_8(client: Client, escape: str) -> None:
+    route = MCP_ROUTES[0]
+    before = _state()
+
+    response = Route(route.name, f"/mcp?x={escape}", route.payload).call(client)
+
+    assert response.status_code == 400, response.content
+    assert _refusal_code(response) == "invalid_text"
+    assert _state() == before
+
+
+@pytest.mark.parametrize(
+    "url", ["/web/w/%FF/project-b/", "/web/w/default/project-b/?project=%C3", "/web/?x=%80"]
+)
+def test_a_web_url_that_is_not_utf_8_gets_our_400_page(client: Client, url: str) -> None:
+    response = client.get(url)
+
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("text/html")
+    assert '<h1 id="error-heading">Bad request</h1>' in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/messages?workspace=default&project=project-b&x=caf%C3%A9",
+        "/api/v1/messages?workspace=default&project=project-b&x=%F0%9F%9A%80",
+        "/api/v1/messages?workspace=default&project=project-b&x=%25FF",
+        "/api/v1/messages?workspace=default&project=project-b&x=100%",
+    ],
+)
+def test_utf_8_escapes_and_a_literal_percent_are_not_refused(client: Client, url: str) -> None:
+    assert client.get(url).status_code == 200
+
+
 @pytest.mark.parametrize(
     "url",
     [

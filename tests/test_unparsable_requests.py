@@ -3,6 +3,10 @@ header it cannot parse) are answered like every other error of their route: JSON
 ``{"detail", "code"}`` on the machine routes (a JSON-RPC error on ``/mcp``), gunicorn's
 page elsewhere (docs/reference.md#limits-and-faults).
 
+So is a path or a query that is not UTF-8 once percent-decoded, which only the raw
+bytes the server hands the application tell apart from text: 400 ``invalid_text``
+(docs/reference.md#json-api).
+
 Only a real gunicorn parses HTTP this way, so every test talks to a spawned
 ``ai-memory serve`` over a raw socket.
 """
@@ -114,3 +118,54 @@ def test_an_unreadable_request_line_is_answered_in_json(port: int) -> None:
     assert answer.status == 400
     assert answer.headers["content-type"] == "application/json"
     assert answer.json()["code"] == "bad_request"
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/api/v1/messages?workspace=default&project=%FF",
+        "/handoff?workspace=default&project=project-b&session_id=%C3",
+        "/api/v1/%ED%A0%80",
+        "/healthz?x=%80",
+    ],
+)
+def test_a_machine_url_that_is_not_utf_8_is_a_json_400_invalid_text(
+    port: int, target: str
+) -> None:
+    answer = exchange(port, request(port, "GET", target))
+
+    assert answer.status == 400
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.json()["code"] == "invalid_text"
+
+
+def test_an_mcp_url_that_is_not_utf_8_is_a_json_rpc_invalid_text(port: int) -> None:
+    ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+    head = request(
+        port,
+        "POST",
+        "/mcp?x=%FF",
+        "Content-Type: application/json",
+        f"Content-Length: {len(ping)}",
+    )
+
+    answer = exchange(port, head + ping)
+
+    assert answer.status == 400
+    assert answer.json()["error"]["data"]["code"] == "invalid_text"
+
+
+@pytest.mark.parametrize("target", ["/web/w/%FF/project-b/", "/web/?x=%C3"])
+def test_a_web_url_that_is_not_utf_8_is_our_400_page(port: int, target: str) -> None:
+    answer = exchange(port, request(port, "GET", target))
+
+    assert answer.status == 400
+    assert answer.headers["content-type"].startswith("text/html")
+    assert b'<h1 id="error-heading">Bad request</h1>' in answer.body
+
+
+def test_utf_8_in_a_url_is_served(port: int) -> None:
+    answer = exchange(port, request(port, "GET", "/api/v1/caf%C3%A9?x=%F0%9F%9A%80"))
+
+    assert answer.status == 404
+    assert answer.json()["code"] == "not_found"

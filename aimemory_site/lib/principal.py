@@ -15,9 +15,9 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 
-class OpenServerCheck(Protocol):
+class OpenServerQuestion(Protocol):
     """Whether the server is open, for an anonymous caller let in before anyone asked
-    (``projects.auth``, which owns the rule, implements it)."""
+    (``projects.auth.OpenServerCheck``, which owns the rule, implements it)."""
 
     @property
     def answered(self) -> bool:
@@ -42,7 +42,7 @@ class Principal:
 
     kind: str  # "anonymous" | "root" | "user"
     user: User | None = None
-    open_server_check: OpenServerCheck | None = field(default=None, compare=False, repr=False)
+    open_server_check: OpenServerQuestion | None = field(default=None, compare=False, repr=False)
     # The keyed hash of the API token it came with, so a call that waits can be
     # authenticated again at every look (``projects.auth.principal_recheck``).
     token_hash: str | None = field(default=None, compare=False, repr=False)
@@ -51,7 +51,7 @@ class Principal:
 
     @classmethod
     def anonymous(
-        cls, open_server_check: OpenServerCheck | None = None, *, address: str = ""
+        cls, open_server_check: OpenServerQuestion | None = None, *, address: str = ""
     ) -> Principal:
         return cls(kind="anonymous", open_server_check=open_server_check, address=address)
 

@@ -9,17 +9,20 @@ MCP view (in its own order: method, then these, then the bearer):
   included, can write to (or read from) a local server;
 - a body that is not ``application/json`` (forms and ``text/plain`` included): 415
   ``unsupported_media_type``, which also keeps browsers' CORS-free "simple requests" out;
-- a body that is not UTF-8 (JSON in UTF-16 or UTF-32 included), or a NUL or a lone
-  surrogate in the path, the query or any string of the body: 400 ``invalid_text``.
+- a body, a path or a query that is not UTF-8 (JSON in UTF-16 or UTF-32 included; the
+  path and the query once percent-decoded), or a NUL or a lone surrogate in the path,
+  the query or any string of the body: 400 ``invalid_text``.
 """
 
 from __future__ import annotations
+
+from urllib.parse import unquote_to_bytes
 
 from django.http import HttpRequest
 
 from aimemory_site.lib.errors import AppError, BadRequest, Code, Forbidden, UnsupportedMediaType
 from aimemory_site.lib.origin import origin_allowed, own_origin
-from aimemory_site.lib.text import HOSTILE_TEXT, json_body_problem, text_invalid
+from aimemory_site.lib.text import HOSTILE_TEXT, NOT_UTF8_URL, json_body_problem, text_invalid
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -39,8 +42,27 @@ def _has_body(request: HttpRequest) -> bool:
         return True
 
 
+def _url_not_utf8(request: HttpRequest) -> bool:
+    """Whether the path or the query, percent-decoded, is not UTF-8.
+
+    Django reads both leniently (a byte that is not UTF-8 becomes U+FFFD in the query and
+    its escape again in the path), so only the raw tells: WSGI's ``PATH_INFO`` (already
+    percent-decoded, a byte to a latin-1 character) and ``QUERY_STRING`` (still encoded).
+    """
+    try:
+        request.META.get("PATH_INFO", "").encode("latin-1").decode("utf-8")
+        query = request.META.get("QUERY_STRING", "").encode("latin-1")
+        unquote_to_bytes(query).decode("utf-8")
+    except UnicodeError:  # no WSGI text (not latin-1), or bytes that are not UTF-8
+        return True
+    return False
+
+
 def url_text_refusal(request: HttpRequest) -> AppError | None:
-    """400 ``invalid_text`` when the path or the query holds a NUL or a lone surrogate."""
+    """400 ``invalid_text`` when the path or the query is not UTF-8, or holds a NUL or a
+    lone surrogate."""
+    if _url_not_utf8(request):
+        return invalid_text(NOT_UTF8_URL)
     if text_invalid(request.path) or any(
         text_invalid(key) or any(text_invalid(value) for value in values)
         for key, values in request.GET.lists()

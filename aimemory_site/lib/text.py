@@ -1,4 +1,5 @@
-"""Text no request may carry: bodies that are not UTF-8, NUL and lone surrogates.
+"""Text no request may carry: bodies, paths and queries that are not UTF-8, NUL and lone
+surrogates.
 
 PostgreSQL text cannot hold NUL, and a lone surrogate cannot be encoded as UTF-8, so
 either would fail deep inside a write; JSON in UTF-16 or UTF-32, which Python's JSON
@@ -50,6 +51,7 @@ NOT_UTF8 = (
     "the request body is not UTF-8: send JSON encoded as UTF-8 (not UTF-16, UTF-32 or "
     "another encoding)"
 )
+NOT_UTF8_URL = "the path or the query is not UTF-8 once percent-decoded"
 _UTF8_BOM = "\ufeff"
 
 

@@ -262,3 +262,54 @@ def test_a_taken_answer_shows_what_was_answered_and_by_whom(
     assert refused is not None and refused.status == 404
     expect(other.locator("body")).not_to_contain_text("Accept the known-flake exception")
     expect(other.locator("body")).not_to_contain_text("reject")
+
+
+# A word no line can break, as the anonymous answer page's refusal names it.
+UNBROKEN = "AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS=1"
+PHONE = {"width": 390, "height": 844}
+
+# The elements whose box reaches past the viewport's right edge, to name in a failure.
+WIDER_THAN_VIEWPORT = """() => [...document.querySelectorAll("body *")]
+  .filter((node) => node.getBoundingClientRect().right > document.documentElement.clientWidth)
+  .map((node) => `${node.tagName.toLowerCase()}.${node.className}`)"""
+
+
+@pytest.fixture
+def anonymous_question(db: None) -> Message:
+    """On an anonymous server (answers off), default/operator holds a question whose
+    options and details carry unbroken words."""
+    make_project(None, "default", "operator")
+    make_project(None, "default", "orchestrator")
+    return question_send(
+        options=[
+            {"id": "accept", "label": f"Set_{UNBROKEN}", "description": f"Then {UNBROKEN}_x9"},
+            {"id": "reject", "label": "Send it back"},
+        ],
+        details=f"Export with {UNBROKEN}_AND_AI_MEMORY_PUBLIC_URL=https://memory.example.test.",
+    )
+
+
+def test_on_a_phone_the_answer_page_wraps_an_unbroken_word(
+    anonymous_question: Message, live_server: LiveServer, browser: Browser
+) -> None:
+    page = browser.new_page(viewport=PHONE)
+    page.goto(f"{live_server.url}/web/w/default/operator/decisions/{anonymous_question.pk}/")
+
+    expect(page.locator("#decision-refusal")).to_contain_text(UNBROKEN)
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], (
+        page.evaluate(WIDER_THAN_VIEWPORT)
+    )
+    shoot(page, "web-decision-phone-anonymous")
+
+
+def test_the_answer_page_shows_its_question_once(
+    anonymous_question: Message, live_server: LiveServer, browser: Browser
+) -> None:
+    question = "Accept the known-flake exception on the export test?"
+    page = browser.new_page(viewport=PHONE)
+    page.goto(f"{live_server.url}/web/w/default/operator/decisions/{anonymous_question.pk}/")
+
+    expect(page.get_by_role("heading", level=1)).to_have_text(question)
+    expect(page.get_by_text("Accept the known-flake exception")).to_have_count(1)
+    # Not even folded away: the page's markup names it once.
+    assert page.content().count("Accept the known-flake exception") == 1
