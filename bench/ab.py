@@ -22,7 +22,7 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench.run import ROOT, SINKS, STOCKED, Server, postgres_database, wrk
+from bench.harness import ROOT, SINKS, STOCKED, Server, postgres_database, wrk
 
 ROUNDS = int(os.environ.get("AB_ROUNDS", "6"))
 SECONDS = float(os.environ.get("AB_SECONDS", "3"))

@@ -32,8 +32,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench.harness import ROOT
 from bench.report import section_write
-from bench.run import ROOT
 from tests.agents.harness import (
     SENDER,
     Agents,

@@ -35,8 +35,8 @@ from typing import Any
 import httpx
 
 from aimemory_site.lib.decisions import decision_body_write, decision_subject
+from bench.harness import ROOT, Server, postgres_database
 from bench.report import section_write
-from bench.run import ROOT, Server, postgres_database
 
 OUTPUT = ROOT / "docs" / "benchmarks.md"
 OUTPUT_JSON = ROOT / "docs" / "benchmarks-notifications.json"

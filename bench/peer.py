@@ -59,6 +59,8 @@ from typing import Any
 
 import httpx
 
+from bench.harness import free_port
+
 PEER_PACKAGE = "agent-inbox"
 PEER_VERSION = "0.34.0"
 PEER_PYTHON = (3, 13)
@@ -536,13 +538,6 @@ def ids_needed(reads_per_second: float, seconds: float, margin: float = 1.5) -> 
 # -- end-to-end check ---------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _check(ok: bool, what: str) -> None:
     if not ok:
         raise RuntimeError(f"check failed: {what}")
@@ -582,7 +577,7 @@ def _report(kind: str, result: WrkResult) -> None:
 
 def verify(workdir: Path, connections: Iterable[int], seconds: int, stock: int) -> int:
     bin_dir = peer_install(workdir)
-    port = _free_port()
+    port = free_port()
     data_dir = Path(tempfile.mkdtemp(prefix="peer-data-", dir=workdir))
     proc = peer_start(bin_dir, port, data_dir)
     base_url = f"http://127.0.0.1:{port}"

@@ -358,7 +358,7 @@ def _section(results: dict[str, dict[str, Any]]) -> str:
 
 
 def main() -> None:
-    from bench.run import postgres_database
+    from bench.harness import postgres_database
 
     results: dict[str, dict[str, Any]] = {"SQLite": _measure(None)}
     with postgres_database() as url:

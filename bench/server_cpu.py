@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from bench.run import SINKS, STOCKED, Server, wrk
+from bench.harness import SINKS, STOCKED, Server, wrk
 
 CLIENTS = int(os.environ.get("BENCH_CLIENTS", "1"))
 SECONDS = 5.0

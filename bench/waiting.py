@@ -52,7 +52,7 @@ from typing import IO, Any
 import httpx
 
 from aimemory_site.lib.wait_caps import MAX_WAITS_DEFAULT
-from bench.run import (
+from bench.harness import (
     OUTPUT,
     OUTPUT_JSON,
     ROOT,

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.run import ROOT, SINKS, postgres_database
+from bench.harness import ROOT, SINKS, postgres_database
 
 RENDERS = 20
 

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from bench.run import wrk
+from bench.harness import wrk
 
 pytestmark = [
     pytest.mark.slow,
