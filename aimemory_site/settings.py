@@ -301,7 +301,7 @@ def _database() -> dict[str, Any]:
         db.setdefault("OPTIONS", {}).setdefault("connect_timeout", 3)
         # Client-side binding, Django's default, pinned: a send's inbox lock and insert
         # travel as one query string of two statements, which only the simple query
-        # protocol carries (messaging.services._send_statements).
+        # protocol carries (messaging.statements.Send).
         db["OPTIONS"]["server_side_binding"] = False
     db["CONN_HEALTH_CHECKS"] = True
     return db

@@ -212,18 +212,15 @@ PENDING_IN_INBOX_SQL = (
     f"{_column('to_project')} = %s AND {_column('state')} = %s "
     f"AND ({_column('expires_at')} IS NULL OR {_column('expires_at')} > %s)"
 )
-# Where ``now`` stands among those parameters, for a statement that takes its moment late.
-PENDING_IN_INBOX_NOW_PARAM = 2
 
 
-def pending_in_inbox_params(project_id: Any, now: datetime | None) -> list[Any]:
+def pending_in_inbox_params(project_id: Any, now: datetime) -> list[Any]:
     """The parameters of ``PENDING_IN_INBOX_SQL`` for the inbox of ``project_id`` at
-    ``now``, as the current connection stores them. ``now`` may be None only for a
-    statement that puts its moment at ``PENDING_IN_INBOX_NOW_PARAM`` before it runs."""
+    ``now``, as the current connection stores them."""
     return [
         db_value(Message, "to_project", project_id),
         Message.State.PENDING,
-        None if now is None else db_value(Message, "expires_at", now),
+        db_value(Message, "expires_at", now),
     ]
 
 

@@ -6,20 +6,17 @@ once: access, scrubbing and caps, the inbox bound, the claim and the audit trail
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, transaction
-from django.db.models import Q, QuerySet
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
-from django_tasks_db.models import DBTaskResult
 
 from aimemory_site.lib.decisions import (
     Decision,
@@ -32,27 +29,13 @@ from aimemory_site.lib.decisions import (
 from aimemory_site.lib.errors import BadRequest, Code, Conflict
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.scrubbing import CleanText, scrubber_configured, text_clean
-from aimemory_site.lib.sql import (
-    claim_oldest_sql,
-    compiled_where,
-    db_value,
-    insert_columns,
-    insert_parts,
-    insert_values_sql,
-    model_from_row,
-    placeholders,
-    typed_placeholders,
-    uuid_of,
-)
 from aimemory_site.lib.wakeups import (
     inbox_topic,
     message_topic,
-    message_topic_sql,
     once_per_call,
     wait_for,
     wait_seconds_parse,
     wake_publish,
-    wake_unheard_sql,
 )
 from messaging.admission import admission_decide, admission_observe
 from messaging.admission_config import MESSAGE_CANCEL, MESSAGE_POP, MESSAGE_SEND
@@ -71,23 +54,26 @@ from messaging.limits import (
     SUBJECT_MAX_CHARS,
 )
 from messaging.models import (
-    PENDING_IN_INBOX_NOW_PARAM,
-    PENDING_IN_INBOX_SQL,
     Message,
     PopRequest,
-    pending_in_inbox_params,
 )
 from messaging.register_services import decision_register_record
-from messaging.tasks import question_task_row, wake_schedule
-from messaging.wake_webhooks import wake_needed_params, wake_needed_sql
+from messaging.statements import (
+    Claim,
+    Send,
+    cancel_returning_ids,
+    claimed_id,
+    claimed_message,
+    write_block,
+)
+from messaging.tasks import wake_schedule
 from projects.access import (
     Level,
     project_access,
     project_access_again,
-    project_from_values,
     projects_access,
 )
-from projects.models import Activity, AgentSession, Project, Workspace
+from projects.models import Activity, AgentSession, Project
 from projects.services import activity_new, activity_record, session_agent
 
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -287,35 +273,21 @@ def _send_commit(
     session: AgentSession | None,
 ) -> None:
     recipient = message.to_project
-    # Built before the transaction: on SQLite every writer waits for the one before it
-    # to commit, so nothing but the statements themselves belongs inside.
-    statements = _send_statements(message, activities)
-    with _write_block(one_query=True):
-        inserted, heard, wake = _insert_within_bound(statements)
-        if not inserted:
+    send = Send.of(message, activities)
+    with write_block(one_query=True):
+        outcome = send.run()
+        if not outcome.inserted:
             raise Conflict(
                 f"the inbox of {recipient} is full: {MAX_PENDING_PER_INBOX} messages are "
                 "pending. Retry after its agents pop some, or cancel messages you sent there.",
                 code=Code.INBOX_FULL,
             )
         admission_observe(MESSAGE_SEND, principal=principal, project=recipient, session=session)
-    if heard:
+    if outcome.heard:
         wake_publish([inbox_topic(recipient.pk)])
-    if wake:
+    if outcome.wake:
         # After the commit, in a transaction of its own (docs/reference.md#wake-webhooks).
         wake_schedule(recipient.pk)
-
-
-def _write_block(*, one_query: bool) -> contextlib.AbstractContextManager[Any]:
-    """The transaction a send's or a pop's writes run in: ``transaction.atomic(durable=
-    True)``, or none where they are ``one_query`` on PostgreSQL, which the server runs as
-    one implicit transaction: no BEGIN and COMMIT, two round trips fewer. (Observers,
-    outside a transaction, then hear of it at once: it has committed.) Inside a
-    transaction (a test's) the durable block is a savepoint, which keeps a failed
-    statement (a racing retry's key) from aborting the outer one."""
-    if one_query and connection.vendor == "postgresql" and not connection.in_atomic_block:
-        return contextlib.nullcontext()
-    return transaction.atomic(durable=True)
 
 
 def _send_of_key(sender: Project, principal: Principal, key: str) -> Message | None:
@@ -359,127 +331,6 @@ def _reply_check(sender: Project, in_reply_to: uuid.UUID) -> None:
             f"in_reply_to {in_reply_to} names no message that {sender} sent or received",
             code=Code.INVALID_IN_REPLY_TO,
         )
-
-
-_Statement = tuple[str, list[Any]]
-
-
-def _send_statements(message: Message, activities: list[Activity]) -> list[_Statement]:
-    """The statements of a send, in order; the first decides whether it inserted.
-
-    The count and the insert are one guarded ``INSERT ... SELECT ... WHERE (pending
-    count) < bound``, which the ORM cannot say. Concurrent senders to one inbox must not
-    both pass the count: on SQLite the IMMEDIATE transaction already holds the database's
-    single write lock, and the activity rows follow in a second statement; on PostgreSQL
-    a row lock on the recipient serialises them, taken by a statement of its own before
-    the insert, so that the insert's snapshot (one per statement, under READ COMMITTED)
-    sees every message committed before the lock was granted, and one statement does the
-    guarded insert and the activity rows only if it inserted. The two go to PostgreSQL
-    as one query string, one round trip and one implicit transaction: the lock is held to
-    its end, and an error in the insert rolls back both. (That needs the simple query
-    protocol, which Django's default client-side binding uses.)
-
-    A question also inserts its background task's row (``question_task_row``) with the
-    activity rows, only if the message was inserted: one commit, and the task exists if
-    and only if the question does (docs/reference.md#notifications).
-
-    The activity rows' statement also answers whether the recipient has an enabled wake
-    webhook with no wake queued (``wake_needed_sql``; docs/reference.md#wake-webhooks):
-    an index probe in a statement the send runs anyway (its ``RETURNING`` on SQLite),
-    no statement more; the wake itself is queued after the commit.
-    """
-    task = None if message.decision is None else insert_parts([question_task_row(message)])[2][0]
-    [values] = insert_parts([message])[2]
-    activity_values = insert_parts(activities)[2]
-    count_params = [
-        *pending_in_inbox_params(message.to_project_id, message.created_at),
-        MAX_PENDING_PER_INBOX,
-    ]
-    activity_params = [value for row in activity_values for value in row]
-    if connection.vendor != "postgresql":
-        sql = _send_sql(connection.vendor, len(activities), None, task is not None)
-        wake_params = wake_needed_params(message.to_project_id)
-        statements = [
-            (sql[0], [*values, *count_params]),
-            (sql[1], [*activity_params, *wake_params]),
-        ]
-        if task is not None:
-            statements.append((sql[2], task))
-        return statements
-    unheard = wake_unheard_sql("%s")
-    sql = _send_sql(connection.vendor, len(activities), unheard, task is not None)
-    params = [message.to_project_id, *values, *count_params, *activity_params, *(task or [])]
-    if unheard is not None:
-        params.append(inbox_topic(message.to_project_id))
-    params.extend(wake_needed_params(message.to_project_id))
-    return [(sql[0], params)]
-
-
-@functools.cache
-def _send_sql(
-    vendor: str, activity_count: int, unheard: str | None, with_task: bool
-) -> tuple[str, ...]:
-    """The statements of ``_send_statements`` on ``vendor``, built once: two on SQLite
-    (three ``with_task``), the activity rows' answering whether a wake webhook is to be
-    woken; one query string of two statements on PostgreSQL, whose answer is whether it
-    inserted, with ``unheard`` (``wake_unheard_sql`` of the inbox's topic) whether no one
-    can be waiting on the inbox, and whether a wake webhook is to be woken."""
-    table, columns = insert_columns(Message)
-    activity_table, activity_columns = insert_columns(Activity)
-    count_sql = f"SELECT COUNT(*) FROM {table} WHERE {PENDING_IN_INBOX_SQL}"
-    field_count = len(Message._meta.concrete_fields)
-    if vendor != "postgresql":
-        return (
-            f"INSERT INTO {table} ({columns}) SELECT {placeholders(field_count)} "
-            f"WHERE ({count_sql}) < %s",
-            f"{insert_values_sql(Activity, activity_count)} RETURNING {wake_needed_sql()}",
-            *([insert_values_sql(DBTaskResult)] if with_task else []),
-        )
-    typed_activity = typed_placeholders(Activity)
-    follow = [
-        f"a{n} AS (INSERT INTO {activity_table} ({activity_columns}) "
-        f"SELECT {typed_activity} FROM m)"
-        for n in range(activity_count)
-    ]
-    if with_task:
-        task_table, task_columns = insert_columns(DBTaskResult)
-        follow.append(
-            f"t AS (INSERT INTO {task_table} ({task_columns}) "
-            f"SELECT {typed_placeholders(DBTaskResult)} FROM m)"
-        )
-    activity_inserts = ", ".join(follow)
-    return (
-        f"SELECT 1 FROM {Project._meta.db_table} WHERE id = %s FOR NO KEY UPDATE; "
-        f"WITH m AS (INSERT INTO {table} ({columns}) SELECT {typed_placeholders(Message)} "
-        f"WHERE ({count_sql}) < %s RETURNING 1), {activity_inserts} "
-        f"SELECT COUNT(*), {unheard or 'false'}, {wake_needed_sql()} FROM m",
-    )
-
-
-def _insert_within_bound(statements: list[_Statement]) -> tuple[bool, bool, bool]:
-    """Run a send's statements unless the inbox is full; say whether it inserted,
-    whether a call may be waiting on the inbox (``wake_unheard_sql``: no publication is
-    needed when its statement says none can be; else, or without one, it is), and
-    whether a wake webhook of the recipient is to be woken (``wake_needed_sql``).
-
-    On SQLite this must run inside the send's transaction; on PostgreSQL it is one.
-    """
-    with connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
-            (insert, insert_params), (activity, activity_params), *following = statements
-            cursor.execute(insert, insert_params)
-            if cursor.rowcount != 1:
-                return False, True, False
-            cursor.execute(activity, activity_params)  # answers the wake webhook's question
-            wake = any(row[0] for row in cursor.fetchall())
-            for sql, params in following:  # a question's task
-                cursor.execute(sql, params)
-            return True, True, wake
-        [(lock_and_insert, params)] = statements
-        cursor.execute(lock_and_insert, params)
-        cursor.nextset()  # past the lock's result, to the insert's count
-        inserted, unheard, wake = cursor.fetchone()
-        return inserted == 1, not unheard, inserted == 1 and bool(wake)
 
 
 def message_pop(
@@ -633,19 +484,20 @@ class _Pop:
             self.session,
             self.request_id,
         )
-        # Built before the transaction, as a send's statements are: on SQLite every
-        # writer waits while this one holds the write lock, so only the statements run
-        # inside, and the claimed row is read into a Message after the commit.
-        sql, params = _claim_statement(
-            inbox, self.named, self.reply_to, session, self.agent, principal.owner_name or ""
+        claim = Claim.of(
+            inbox,
+            self.named,
+            self.reply_to,
+            session_id=session.pk if session is not None else None,
+            agent=self.agent,
+            user=principal.owner_name or "",
+            activity=activity_new(
+                project=inbox,
+                kind=Activity.Kind.MESSAGE_CLAIMED,
+                actor=_actor(principal, self.agent),
+                summary="message claimed",
+            ),
         )
-        activity = activity_new(
-            project=inbox,
-            kind=Activity.Kind.MESSAGE_CLAIMED,
-            actor=_actor(principal, self.agent),
-            summary="message claimed",
-        )
-        [activity_values] = insert_parts([activity])[2]
         # A request id's record joins the claim in one transaction; without one, the
         # claim and its activity row are one statement on PostgreSQL. The record is
         # written before the claim: a racing retry of this pop then waits on its unique
@@ -653,7 +505,7 @@ class _Pop:
         # row locked by in-flight claims (SKIP LOCKED) could commit "nothing" first and
         # take the id.
         try:
-            with _write_block(one_query=request_id is None):
+            with write_block(one_query=request_id is None):
                 record = (
                     None
                     if request_id is None
@@ -661,11 +513,9 @@ class _Pop:
                         inbox=inbox, principal_key=principal.key, request_id=request_id
                     )
                 )
-                row, heard = _claim_run(sql, params, activity_values)
+                row, heard = claim.run()
                 if record is not None and row is not None:
-                    PopRequest.objects.filter(pk=record.pk).update(
-                        message_id=uuid_of(row[_MESSAGE_COLUMN["id"]])
-                    )
+                    PopRequest.objects.filter(pk=record.pk).update(message_id=claimed_id(row))
                 if row is None:
                     if record is not None and not keep_nothing:
                         raise _NothingClaimed  # rolls the record back
@@ -673,7 +523,7 @@ class _Pop:
                 admission_observe(MESSAGE_POP, principal=principal, project=inbox, session=session)
         except _NothingClaimed:
             return None
-        claimed = _claimed_message(row, inbox)
+        claimed = claimed_message(row, inbox)
         if heard:
             wake_publish([message_topic(claimed.id)])
         return _Popped(claimed)
@@ -721,150 +571,6 @@ def retry_ids_purge() -> tuple[int, int]:
     return keys, requests
 
 
-# Where a claim's row and an activity row hold the values the claim fills in.
-_MESSAGE_COLUMN = {field.attname: n for n, field in enumerate(Message._meta.concrete_fields)}
-_ACTIVITY_COLUMN = {field.attname: n for n, field in enumerate(Activity._meta.concrete_fields)}
-_CLAIMED_AT_PARAM = 1  # in the claim's parameters, after the state
-# The moment a candidate must not have expired by: the claim's own, after the 5 assignments.
-_CLAIM_NOW_PARAM = 5 + PENDING_IN_INBOX_NOW_PARAM
-
-
-def _claim_statement(
-    inbox: Project,
-    message_id: uuid.UUID | None,
-    reply_to: uuid.UUID | None,
-    session: AgentSession | None,
-    agent: str,
-    user: str,
-) -> tuple[str, list[Any]]:
-    """The claim of the oldest pending message of ``inbox`` (or ``message_id``; only a
-    reply to ``reply_to`` if given) and its parameters; ``_claim_run`` fills in the
-    claim's moment. ``claim_oldest_sql`` holds the rule."""
-    params: list[Any] = [
-        Message.State.CLAIMED,
-        None,  # claimed_at
-        session.pk if session is not None else None,
-        agent,
-        user,
-        *pending_in_inbox_params(inbox.pk, None),  # its moment: ``_claim_run``'s
-    ]
-    if message_id is not None:
-        params.append(db_value(Message, "id", message_id))
-    if reply_to is not None:
-        params.append(db_value(Message, "in_reply_to", reply_to))
-    params.append(Message.State.PENDING)
-    sql = _claim_sql(
-        connection.vendor,
-        named=message_id is not None,
-        reply=reply_to is not None,
-        unheard=wake_unheard_sql(message_topic_sql("c.id")),
-    )
-    return sql, params
-
-
-def _claim_run(
-    sql: str, params: list[Any], activity_values: list[Any]
-) -> tuple[Sequence[Any] | None, bool]:
-    """Claim, and record the claim in ``activity_values``'s row; the claimed row (its
-    columns, then its sender's names) or None when nothing was claimed, and whether a
-    call may be waiting on the claimed message (``wake_unheard_sql``: no publication is
-    needed when its statement says none can be; else, or without one, it is).
-
-    Must run inside the pop's transaction, or on PostgreSQL in autocommit (one statement).
-    The claim's moment, which the activity row shares, is taken here: on SQLite once the
-    write lock is held, so it never comes before the claimed message's ``created_at``;
-    on PostgreSQL just before the statement. There the claim and the activity row are
-    one statement; on SQLite (no ``INSERT`` inside a ``WITH``) the activity row follows,
-    its counterpart the sender the claim returned.
-    """
-    moment = db_value(Message, "claimed_at", timezone.now())
-    params[_CLAIMED_AT_PARAM] = moment
-    # The expiry is judged at the claim's moment, inside its guarded statement: a message
-    # whose time has passed is never claimed, swept by ``messages_expire`` or not.
-    params[_CLAIM_NOW_PARAM] = moment
-    activity_values[_ACTIVITY_COLUMN["created_at"]] = moment
-    counterpart = _ACTIVITY_COLUMN["counterpart_id"]
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            del activity_values[counterpart]  # the statement takes it from the claimed row
-            cursor.execute(sql, [*params, *activity_values])
-            answer = cursor.fetchone()
-            return (None, False) if answer is None else (answer[:-1], not answer[-1])
-        cursor.execute(sql, params)
-        row: Sequence[Any] | None = cursor.fetchone()
-        if row is None:
-            return None, False
-        activity_values[counterpart] = row[_MESSAGE_COLUMN["from_project_id"]]
-        cursor.execute(insert_values_sql(Activity), activity_values)
-        return row, True
-
-
-def _claimed_message(row: Sequence[Any], inbox: Project) -> Message:
-    """The Message of a claimed row, with its sender's project and workspace (which came
-    back as extra columns of the row), so nothing is read again."""
-    claimed, (sender_name, sender_workspace_id, sender_workspace_name) = model_from_row(
-        Message, row
-    )
-    claimed.from_project = project_from_values(
-        project_id=claimed.from_project_id,
-        workspace_id=sender_workspace_id,
-        name=sender_name,
-        workspace_name=sender_workspace_name,
-    )
-    claimed.to_project = inbox  # already loaded, with its workspace
-    return claimed
-
-
-@functools.cache
-def _claim_sql(vendor: str, *, named: bool, reply: bool, unheard: str | None) -> str:
-    """The claim of ``_claim_statement`` on ``vendor``, of the named message or the oldest
-    (of the replies to a message, with ``reply``), and on PostgreSQL the activity row with
-    it and, last, ``unheard`` (``wake_unheard_sql`` of the claimed message's topic, or
-    false); built once."""
-    table = Message._meta.db_table
-    projects, workspaces = Project._meta.db_table, Workspace._meta.db_table
-    assignments = [
-        "state",
-        "claimed_at",
-        "claimed_by_session_id",
-        "claimed_by_agent",
-        "claimed_by_user",
-    ]
-    candidates = (
-        PENDING_IN_INBOX_SQL
-        + (" AND id = %s" if named else "")
-        + (f" AND {_IN_REPLY_TO_COLUMN} = %s" if reply else "")
-    )
-    if vendor != "postgresql":
-        sender = (
-            f"(SELECT {{column}} FROM {projects} p JOIN {workspaces} w "
-            f"ON w.id = p.workspace_id WHERE p.id = {table}.from_project_id)"
-        )
-        return claim_oldest_sql(
-            Message,
-            assignments=assignments,
-            candidates=candidates,
-            returning_extra=f", {sender.format(column='p.name')} AS sender_name, "
-            f"{sender.format(column='w.id')} AS sender_workspace_id, "
-            f"{sender.format(column='w.name')} AS sender_workspace_name",
-        )
-    # The sender's names by one join after the claim, not three subqueries in its
-    # RETURNING: PostgreSQL plans every statement anew (the binding is the client's), and
-    # the subqueries cost a third of the claim's planning.
-    claim = claim_oldest_sql(Message, assignments=assignments, candidates=candidates)
-    activity_table, activity_columns = insert_columns(Activity)
-    values = typed_placeholders(Activity, instead={"counterpart_id": "c.from_project_id"})
-    return (
-        f"WITH c AS ({claim}), a AS (INSERT INTO {activity_table} ({activity_columns}) "
-        f"SELECT {values} FROM c) SELECT c.*, p.name, w.id, w.name, {unheard or 'false'} "
-        f"FROM c LEFT JOIN {projects} p ON p.id = c.from_project_id "
-        f"LEFT JOIN {workspaces} w ON w.id = p.workspace_id"
-    )
-
-
-_IN_REPLY_TO_COLUMN = Message._meta.get_field("in_reply_to").column
-
-
 def message_cancel(
     *,
     principal: Principal,
@@ -888,7 +594,7 @@ def message_cancel(
         pending = Message.objects.pending().outbox_of(outbox)
         if named is not None:
             pending = pending.filter(pk=named)
-        cancelled_ids = _cancel_returning_ids(pending)
+        cancelled_ids = cancel_returning_ids(pending)
         cancelled = len(cancelled_ids)
         if cancelled:
             noun = "message" if cancelled == 1 else "messages"
@@ -901,19 +607,3 @@ def message_cancel(
             admission_observe(MESSAGE_CANCEL, principal=principal, project=outbox, session=None)
     wake_publish(message_topic(cancelled_id) for cancelled_id in cancelled_ids)
     return cancelled
-
-
-def _cancel_returning_ids(pending: QuerySet[Message]) -> list[uuid.UUID]:
-    """Cancel the messages of ``pending``, in one ``UPDATE ... RETURNING id`` (which the
-    ORM cannot say) of the queryset's own condition; the ids it cancelled."""
-    table = Message._meta.db_table
-    where, where_params = compiled_where(pending)
-    sql = f"UPDATE {table} SET state = %s, cancelled_at = %s WHERE {where} RETURNING id"
-    params = [
-        Message.State.CANCELLED,
-        db_value(Message, "cancelled_at", timezone.now()),
-        *where_params,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [uuid_of(row[0]) for row in cursor.fetchall()]
