@@ -15,9 +15,9 @@ from aimemory_site.lib.session_sources import (
     SOURCE_STARTUP,
 )
 from aimemory_site.onstart.selectors import session_of_principal
-from aimemory_site.onstart.wake_services import pending_announce
 from messaging.notices import inbox_notice
 from messaging.selectors import message_pending_count
+from messaging.session_waits import pending_announce
 from projects.access import Level, project_access, project_level_of
 from projects.brief_selectors import brief_compile
 from projects.handoff_selectors import handoff_payload, handoff_text

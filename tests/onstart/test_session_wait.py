@@ -14,9 +14,9 @@ import pytest
 from django.db import connection
 from pytest_django.live_server_helper import LiveServer
 
-from aimemory_site.onstart.wake_services import pending_announce
 from messaging.models import Announcement
 from messaging.notices import inbox_notice
+from messaging.session_waits import pending_announce
 from projects.models import AgentSession, Project
 from tests.conftest import SEND, B, Persona, make_project
 
