@@ -48,7 +48,8 @@ Rules of the engine:
   lines, written with URL escapes or HTML entities) are patterns instead.
 - Patterns run in a fixed order (built-ins, then ``extra_patterns`` in file order), each
   as one left-to-right pass over the text. A built-in may come with a check its matches
-  must pass (``MATCH_CHECKS``), for a rule no regex can state.
+  must pass (``MATCH_CHECKS``), for a rule no regex can state; the check answers the
+  span to redact, which may end before the match does.
 - A pattern with a named group ``secret`` redacts only that group, so context such as
   a header name, a variable name or a URL's scheme and host stays readable; any other
   pattern redacts its whole match. Operators may use ``(?P<secret>...)`` too.
@@ -87,6 +88,7 @@ from aimemory_site.lib.secret_patterns import (
     MATCH_CHECKS,
     PREFILTERS,
     REDACTED,
+    lines_joined,
 )
 
 __all__ = [
@@ -157,8 +159,10 @@ def invisible_removed(text: str) -> str:
 
 # --- Engine ---------------------------------------------------------------------------
 
-_MatchCheck = Callable[[re.Match[str]], bool]
-_Plan = tuple[re.Pattern[str], tuple[str, ...], bool, _MatchCheck | None]
+_MatchCheck = Callable[[re.Match[str]], tuple[int, int] | None]
+# A pattern, its gate (literals, case-folded, needs a line break, looked for with the
+# line breaks taken out) and its check.
+_Plan = tuple[re.Pattern[str], tuple[str, ...], bool, bool, bool, _MatchCheck | None]
 
 
 def _redaction_span(match: re.Match[str]) -> tuple[int, int]:
@@ -199,17 +203,20 @@ class Scrubber:
 
     patterns: tuple[re.Pattern[str], ...]
     allowlist: frozenset[str] = frozenset()
-    # Each pattern with its gate's literals (empty: no gate), whether they are
-    # case-folded, and the check its matches must pass (None: none), derived once from
-    # ``patterns``.
+    # Each pattern with its gate (``_Plan``; no literals: no gate) and the check its
+    # matches must pass (None: none), derived once from ``patterns``.
     _gated: tuple[_Plan, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        gated = []
+        gated: list[_Plan] = []
         for pattern in self.patterns:
+            check = MATCH_CHECKS.get(pattern)
             gate = PREFILTERS.get(pattern)
-            literals, ignore_case = (gate.literals, gate.ignore_case) if gate else ((), False)
-            gated.append((pattern, literals, ignore_case, MATCH_CHECKS.get(pattern)))
+            if gate is None:
+                gated.append((pattern, (), False, False, False, check))
+                continue
+            plan = (gate.literals, gate.ignore_case, gate.line_break, gate.joined)
+            gated.append((pattern, *plan, check))
         object.__setattr__(self, "_gated", tuple(gated))  # frozen: set once, here
 
     def scrub(self, text: str) -> str:
@@ -221,11 +228,21 @@ class Scrubber:
         for _ in range(_MAX_PASSES):
             scrubbed = text
             folded = text.casefold()
-            for pattern, literals, ignore_case, check in self._gated:
-                # The gate, inline: it runs thirty times per text, and for the usual
+            # Redactions never add a line break, so the first answer holds for the pass.
+            has_break = "\n" in text
+            joined: str | None = None  # ``scrubbed`` with its line breaks out, once asked
+            for pattern, literals, ignore_case, line_break, in_joined, check in self._gated:
+                # The gate, inline: it runs forty times per text, and for the usual
                 # text, with no secret, it is all the scrubbing that happens.
+                if line_break and not has_break:
+                    continue
                 if literals:
-                    haystack = folded if ignore_case else scrubbed
+                    if in_joined:
+                        if joined is None:
+                            joined = lines_joined(scrubbed)
+                        haystack = joined
+                    else:
+                        haystack = folded if ignore_case else scrubbed
                     for literal in literals:
                         if literal in haystack:
                             break
@@ -233,7 +250,7 @@ class Scrubber:
                         continue
                 changed = self._apply(pattern, scrubbed, check)
                 if changed is not scrubbed:
-                    scrubbed, folded = changed, changed.casefold()
+                    scrubbed, folded, joined = changed, changed.casefold(), None
             if scrubbed == text:
                 break
             text = scrubbed
@@ -250,9 +267,13 @@ class Scrubber:
         marker_starts = [start for start, _ in markers]
         spans: list[tuple[int, int]] = []
         for match in pattern.finditer(text):
-            if check is not None and not check(match):
-                continue
-            start, end = _redaction_span(match)
+            if check is None:
+                start, end = _redaction_span(match)
+            else:
+                span = check(match)
+                if span is None:
+                    continue
+                start, end = span
             if start == end or text[start:end] in self.allowlist:
                 continue
             if markers and not _spares_markers(start, end, markers, marker_starts):

@@ -11,16 +11,23 @@ AWS secret keys and session tokens, Slack webhooks, Azure connection strings, pa
 assignments, ``mysql -p`` and ``docker login -p``), and 31-38 those a second review
 found (Shopify, Twilio and Linear keys, ``curl -u``, tokens in URL query parameters, AWS
 secret keys in prose, and known-prefix tokens split over two lines or disguised with URL
-escapes or HTML entities). Each pattern's comment names its source format and why its
-boundaries are where they are.
+escapes or HTML entities). A third review widened 37 (a break anywhere in the token, its
+prefix too, and many breaks) and added 39 (a credential's value on the line after its
+name) and 40 (credentials wrapped in base64). Each pattern's comment names its source
+format and why its boundaries are where they are.
 
 ``BUILTIN_PATTERNS`` is the order the engine runs them in; ``PREFILTERS`` maps a pattern
-to a cheap gate that every match of it must contain; ``MATCH_CHECKS`` maps a pattern to
-a test each of its matches must pass before it is redacted.
+to a cheap gate that every text it finds a secret in passes; ``MATCH_CHECKS`` maps a
+pattern to a test each of its matches must pass before it is redacted, which answers
+the span to redact.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import functools
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +36,8 @@ from dataclasses import dataclass
 # must recognise it inside a value they take whole (family 27).
 REDACTED = "[REDACTED]"
 _MARKER_LITERAL = re.escape(REDACTED)
+# A check of ``MATCH_CHECKS``: the span of a match to redact, or None to keep it.
+_Check = Callable[[re.Match[str]], tuple[int, int] | None]
 
 # --- Built-in patterns ----------------------------------------------------------------
 #
@@ -158,6 +167,9 @@ AUTH_HEADER = re.compile(
 _ASSIGNED_VALUE = (
     r"(?![A-Za-z0-9_])[\"']?+[ \t]*+[:=](?![:=])[ \t]*+"
     r"(?P<quote>[\"'])?+"
+    # A backslash that continues the line is no value: the value is on the next line
+    # (family 39).
+    r"(?!\\\r?\n)"
     r"(?P<secret>(?(quote)(?:(?!(?P=quote))[^\r\n])++|[^\s\"'`]++))"
 )
 
@@ -443,6 +455,7 @@ CREDENTIAL_ASSIGNMENT = re.compile(
     rf"{_CREDENTIAL_SEPARATOR}"
     r"(?:(?P<quote>[\"'])|(?P<tick>`))?+"
     rf"(?!{_CREDENTIAL_PLACEHOLDER})"
+    r"(?!\\\r?\n)"  # a line continued: the value is on the next line (family 39)
     r"(?(pwd)(?![/~]))"
     r"(?P<secret>"
     r"(?(quote)(?:(?!(?P=quote))[^\r\n])++(?=(?P=quote))"
@@ -587,59 +600,62 @@ AWS_SECRET_KEY_BEFORE_WORD = re.compile(
 
 
 # 37 and 38 find the self-identifying tokens of the families above when they are
-# disguised: broken over two lines (a terminal or an editor wrapped it, or a sender did
+# disguised: broken by line breaks (a terminal or an editor wrapped it, or a sender did
 # on purpose), or with a URL-encoded or HTML-entity character in it. Each entry: the
-# prefix, the body's characters, the shortest body its own family redacts, and the body's
-# fixed length where the format has one.
+# prefix, the body's characters, the shortest body its own family redacts, the body's
+# fixed length where the format has one, and the prefix spelt out.
 @dataclass(frozen=True)
 class _PrefixedToken:
     prefix: str
     body: str
     shortest: int
-    length: int | None = None
+    length: int | None
+    spellings: tuple[str, ...]
 
 
 _PREFIXED_TOKENS = (
-    _PrefixedToken("gh[pousr]_", "[A-Za-z0-9]", 30, 36),
-    _PrefixedToken("github_pat_", "[A-Za-z0-9_]", 22, 82),
-    _PrefixedToken("gl(?:pat|dt|rt|ptt|oas|cbt|ft|soat|imt|agent)-", "[A-Za-z0-9_-]", 20),
-    _PrefixedToken("npm_", "[A-Za-z0-9]", 36, 36),
-    _PrefixedToken("hf_", "[A-Za-z0-9]", 34, 34),
-    _PrefixedToken("dckr_(?:pat|oat)_", "[A-Za-z0-9_-]", 27),
-    _PrefixedToken("sk-", "[A-Za-z0-9_-]", 20),
-    _PrefixedToken("sk_(?:live|test)_", "[A-Za-z0-9]", 16),
-    _PrefixedToken("rk_(?:live|test)_", "[A-Za-z0-9]", 16),
+    _PrefixedToken("gh[pousr]_", "[A-Za-z0-9]", 30, 36, tuple(f"gh{k}_" for k in "pousr")),
+    _PrefixedToken("github_pat_", "[A-Za-z0-9_]", 22, 82, ("github_pat_",)),
+    _PrefixedToken(
+        "gl(?:pat|dt|rt|ptt|oas|cbt|ft|soat|imt|agent)-",
+        "[A-Za-z0-9_-]",
+        20,
+        None,
+        tuple(
+            f"gl{k}-"
+            for k in ("pat", "dt", "rt", "ptt", "oas", "cbt", "ft", "soat", "imt", "agent")
+        ),
+    ),
+    _PrefixedToken("npm_", "[A-Za-z0-9]", 36, 36, ("npm_",)),
+    _PrefixedToken("hf_", "[A-Za-z0-9]", 34, 34, ("hf_",)),
+    _PrefixedToken("dckr_(?:pat|oat)_", "[A-Za-z0-9_-]", 27, None, ("dckr_pat_", "dckr_oat_")),
+    _PrefixedToken("sk-", "[A-Za-z0-9_-]", 20, None, ("sk-",)),
+    _PrefixedToken("sk_(?:live|test)_", "[A-Za-z0-9]", 16, None, ("sk_live_", "sk_test_")),
+    _PrefixedToken("rk_(?:live|test)_", "[A-Za-z0-9]", 16, None, ("rk_live_", "rk_test_")),
     # Slack's own rule takes 10 (so "xoxb-token" stays); real tokens run 40 or more, and
     # 30 keeps two short words on two lines ("xoxb-token" then "xoxo-hugs") apart.
-    _PrefixedToken("x(?:ox[abprs]|app)-", "[A-Za-z0-9-]", 30),
-    _PrefixedToken("aim_", "[A-Za-z0-9_-]", 32, 43),
-    _PrefixedToken("shp(?:at|ca|pa|ss)_", "[0-9a-fA-F]", 32, 32),
-    _PrefixedToken("lin_api_", "[A-Za-z0-9]", 32, 40),
-    _PrefixedToken("lin_oauth_", "[A-Za-z0-9]", 32),
-    _PrefixedToken("AIza", "[A-Za-z0-9_-]", 35, 35),
-    _PrefixedToken("SK", "[0-9a-fA-F]", 32, 32),
-)
-# The prefixes spelt out, for the gate of family 37.
-_PREFIX_LITERALS = (
-    *(f"gh{kind}_" for kind in "pousr"),
-    "github_pat_",
-    *(f"gl{kind}-" for kind in ("pat", "dt", "rt", "ptt", "oas", "cbt", "ft", "soat", "imt")),
-    "glagent-",
-    "npm_",
-    "hf_",
-    "dckr_pat_",
-    "dckr_oat_",
-    "sk-",
-    "k_live_",
-    "k_test_",
-    *(f"xox{kind}-" for kind in "abprs"),
-    "xapp-",
-    "aim_",
-    *(f"shp{kind}_" for kind in ("at", "ca", "pa", "ss")),
-    "lin_api_",
-    "lin_oauth_",
-    "AIza",
-    "SK",
+    _PrefixedToken(
+        "x(?:ox[abprs]|app)-",
+        "[A-Za-z0-9-]",
+        30,
+        None,
+        (*(f"xox{k}-" for k in "abprs"), "xapp-"),
+    ),
+    _PrefixedToken("aim_", "[A-Za-z0-9_-]", 32, 43, ("aim_",)),
+    _PrefixedToken(
+        "shp(?:at|ca|pa|ss)_",
+        "[0-9a-fA-F]",
+        32,
+        32,
+        tuple(f"shp{k}_" for k in ("at", "ca", "pa", "ss")),
+    ),
+    _PrefixedToken("lin_api_", "[A-Za-z0-9]", 32, 40, ("lin_api_",)),
+    _PrefixedToken("lin_oauth_", "[A-Za-z0-9]", 32, None, ("lin_oauth_",)),
+    _PrefixedToken("AIza", "[A-Za-z0-9_-]", 35, 35, ("AIza",)),
+    _PrefixedToken("SK", "[0-9a-fA-F]", 32, 32, ("SK",)),
+    # Added by the third review: AWS access key ids (family 4). Not Meta's "EAA", which
+    # base64 data holds so often that family 37's gate would let most of it through.
+    _PrefixedToken("A[KS]IA", "[A-Z0-9]", 16, 16, ("AKIA", "ASIA")),
 )
 # Where a prefixed token may start: not inside a run of token characters, but right
 # after a URL escape ("%3Dghp_...") it may. Every prefix starts with a letter, and the
@@ -652,44 +668,79 @@ def _at_token_start(prefix: str) -> str:
     return prefix[0] + _AFTER_PREFIXED_TOKEN_START + prefix[1:]
 
 
-# 37. A prefixed token broken over two lines: the prefix and the body's first part end a
-# line, and the rest of the body starts the next (after any indentation). The break must
-# fall before the body is complete (before its fixed length, or its shortest length for
-# formats without one), because a complete token on one line is its family's, and its
-# next line ordinary text. The two parts must then add up to the fixed length exactly, or
-# to at least the shortest length: "ghp_" and 20 characters, then 16 on the next line, is
-# a token; "sk-learn" and "numpy" on the next are two words. A regex cannot add lengths,
-# so the pattern finds the parts and ``split_token_is_whole`` (in ``MATCH_CHECKS``)
-# judges them. The first part's run is possessive and bounded, so each place where a
-# prefix starts costs at most one scan of the token's length.
-_LINE_BREAK = r"\r?\n[ \t]*+"
+# 37. A prefixed token broken by line breaks: anywhere after its first character, in
+# the prefix too ("gh" then "p_..." on the next line), once or many times (a long token
+# a terminal wrapped), each break a newline with the next line's indentation, or a shell
+# or Python line continued with a backslash. A break must fall before the body is
+# complete (before its fixed length, or its shortest length for formats without one),
+# because a complete token on one line is its family's, and its next line ordinary
+# text. The parts must then add up to the fixed length exactly, or to at least the
+# shortest length: "ghp_" and 20 characters, then 16 on the next line, is a token;
+# "sk-learn" and "numpy" on the next are two words. The token ends with the part that
+# completes it, so the next line's first word stays even when it runs on from the last
+# part. A regex cannot add lengths, so the pattern takes a prefix and every run of token
+# characters and break that follow, and ``split_token_span`` (in ``MATCH_CHECKS``) reads
+# the format from the prefix, takes the run of its own characters and says where the
+# token ends. The boundary is tested first and the prefixes are grouped by their first
+# letter, so a place where no prefix starts costs a test or two; the runs are possessive
+# and a match never fails once its prefix is found, so each text is read once.
+_LINE_BREAK = r"(?:\\?+\r?\n[ \t]*+)"
+LINE_BREAK = re.compile(_LINE_BREAK)
+# Each prefix spelt out, to its format.
+_TOKEN_OF_SPELLING = {spelling: token for token in _PREFIXED_TOKENS for spelling in token.spellings}
+# A run of one format's characters and the breaks inside it, by format.
+_TOKEN_RUNS = {
+    token: re.compile(f"(?:{token.body}++|{_LINE_BREAK}(?={token.body}))*+")
+    for token in _PREFIXED_TOKENS
+}
 
 
-def _split_token(token: _PrefixedToken, index: int) -> str:
-    whole = token.length or token.shortest
-    return (
-        _at_token_start(token.prefix)
-        + f"(?P<first{index}>{token.body}{{0,{whole - 1}}}+){_LINE_BREAK}"
-        + f"(?P<rest{index}>{token.body}++)"
-    )
+def _broken_prefixes() -> str:
+    """Every spelling, a break allowed between any two of its characters, grouped by
+    its first character."""
+    by_first: dict[str, list[str]] = {}
+    for spelling in _TOKEN_OF_SPELLING:
+        rest = "".join(f"{_LINE_BREAK}?+{re.escape(c)}" for c in spelling[1:])
+        by_first.setdefault(spelling[0], []).append(rest)
+    return "|".join(f"{re.escape(first)}(?:{'|'.join(rests)})" for first, rests in by_first.items())
 
 
 SPLIT_PREFIXED_TOKEN = re.compile(
-    "|".join(_split_token(token, index) for index, token in enumerate(_PREFIXED_TOKENS))
+    # A prefix starts a run of token characters, or follows a URL escape ("%3Dghp_...").
+    r"(?:(?<![A-Za-z0-9_])|(?<=%[0-9A-Fa-f]{2}))"
+    rf"(?P<prefix>{_broken_prefixes()})"
+    rf"(?P<body>(?:[A-Za-z0-9_-]++|{_LINE_BREAK}(?=[A-Za-z0-9_-]))*+)"
 )
 
 
-def split_token_is_whole(match: re.Match[str]) -> bool:
-    """Whether a family-37 match's two parts add up to a token of its format.
+def split_token_span(match: re.Match[str]) -> tuple[int, int] | None:
+    """The span of the token a family-37 match holds, or None when it holds none.
 
-    ``match`` comes from ``SPLIT_PREFIXED_TOKEN``; the group that closed last is the
-    ``rest<i>`` of the format that matched.
+    ``match`` comes from ``SPLIT_PREFIXED_TOKEN``: its ``prefix`` names the format, and
+    its ``body`` holds the characters of every format, of which the token takes the run
+    of its own.
     """
-    name = match.lastgroup or ""
-    index = int(name.removeprefix("rest"))
-    token = _PREFIXED_TOKENS[index]
-    size = len(match.group(f"first{index}")) + len(match.group(name))
-    return size == token.length if token.length else size >= token.shortest
+    token = _TOKEN_OF_SPELLING[LINE_BREAK.sub("", match.group("prefix"))]
+    whole = token.length or token.shortest
+    start, body_start = match.start(), match.start("body")
+    run = _TOKEN_RUNS[token].match(match.string, body_start, match.end())
+    end = body_start if run is None else run.end()
+    broken = LINE_BREAK.search(match.string, start, body_start) is not None
+    size = 0
+    position = body_start
+    # Lazily: the token ends within its first few parts, and a run may go on for pages.
+    for gap in itertools.chain(LINE_BREAK.finditer(match.string, body_start, end), [None]):
+        part_end = end if gap is None else gap.start()
+        size += part_end - position
+        if size >= whole:
+            if not broken or (token.length is not None and size != token.length):
+                return None
+            return start, part_end
+        if gap is None:
+            return None
+        broken = True
+        position = gap.end()
+    return None
 
 
 # 38. A prefixed token with URL escapes or HTML entities in it: "ghp%5F..." (the prefix's
@@ -720,6 +771,157 @@ def _disguised_token(token: _PrefixedToken) -> str:
 
 
 DISGUISED_PREFIXED_TOKEN = re.compile("|".join(map(_disguised_token, _PREFIXED_TOKENS)))
+
+
+# --- Families added after the third security review --------------------------------------
+#
+# 39 and 40 close the kinds a third probe still found stored as sent: a credential whose
+# value starts the next line, and credentials wrapped in base64. Family 37 was widened by
+# the same review (a break anywhere in the token, inside its prefix too, and many of them).
+
+# 39. A credential's value alone on the line after its name: YAML's block forms
+# ("password:\n  hunter2", "secret_key: |\n  ..."), a shell or Python line continued
+# with a backslash ("DB_PASSWORD=\\\n  hunter2"), a folded header ("Authorization:
+# Bearer\n  <token>") or Markdown ("**Password:**\n`hunter2`"). The names are family
+# 27's, the header names of family 13 and, after a "_", "." or "-" ("API_TOKEN",
+# "client.secret"), "token", "key" and "credentials". The name must start its line (after
+# indentation, a list mark, "export", "--" or an opening bracket or quote), as a key
+# does, so the header of a block of code ("if not self.token:" then "return") stays. The
+# value is judged as family 27 judges one (placeholders, code, prose stay), it must be
+# all its line holds (a trailing comma aside), hold a letter or a digit, and neither
+# start a comment ("#") nor end in ":", so the next line of YAML ("password:\n
+# required: true", "secret:\n  secretKeyRef:"), a list item, a docstring's sentence or
+# a terminal's next message stays. The pattern starts at the separator that ends a
+# line, the rare part, and ``name_before_span`` (in ``MATCH_CHECKS``) reads the line in
+# front of it, which a lookbehind of the ``re`` module cannot (its width varies).
+_NEXT_LINE_NAME = (
+    r"(?:password[0-9]?|passwd|passphrase|pwd|secret(?:[_-]?(?:access[_-]?)?key)?"
+    r"|session[_-]?token|security[_-]?token|(?<=[_.-])(?:token|key|credentials?)"
+    r"|(?:proxy-)?authorization)"
+)
+_KEY_BEFORE_SEPARATOR = re.compile(
+    r"[ \t]*+(?:(?:[-*>+]|[0-9]{1,3}[.)])[ \t]++)?+(?:export[ \t]++|--)?+"
+    r"[\[{(]?+[ \t]*+[\"'`*]{0,2}+"
+    rf"(?:[A-Za-z0-9]{{1,32}}[_.-]){{0,4}}{_NEXT_LINE_NAME}"
+    r"[\"'`]?+\*{0,2}+[ \t]*+",
+    re.IGNORECASE,
+)
+_SCHEME_WORD = r"(?:bearer|basic|token)"
+CREDENTIAL_ON_NEXT_LINE = re.compile(
+    r"[:=](?<=[A-Za-z0-9_\"'`* \t][:=])(?:(?<=:)=|(?<==)>)?+(?![:=])"
+    r"[ \t]*+\*{0,2}+"
+    rf"(?:{_SCHEME_WORD}[ \t]*+)?+(?:[|>][-+]?+[ \t]*+)?+"
+    r"\\?+\r?\n[ \t]*+"
+    rf"(?:{_SCHEME_WORD}[ \t]++)?+"
+    # The shape of a bare value (below) or a quote, tested first: it is cheap, and
+    # rejects the usual next line ("  host: db", "  name:") before the value is judged.
+    r"(?=[\"'`]|[^\s\"'`,;]++(?<![:,;])[ \t]*+,?+[ \t]*+(?![^\r\n]))"
+    r"(?P<quote>[\"'`])?+"
+    rf"(?!{_CREDENTIAL_PLACEHOLDER})(?!{_CREDENTIAL_CODE})(?!#)"
+    r"(?P<secret>(?(quote)(?:(?!(?P=quote))[^\r\n])++(?=(?P=quote))"
+    r"|(?=[^\s\"'`,;]*?[A-Za-z0-9])[^\s\"'`,;]++(?<![:,;])))"
+    r"(?(quote)(?P=quote))[ \t]*+,?+[ \t]*+(?![^\r\n])",
+    re.IGNORECASE,
+)
+# How long a line before its separator may be: a key, its decoration and indentation.
+_KEY_LINE_REACH = 120
+
+
+def name_before_span(match: re.Match[str]) -> tuple[int, int] | None:
+    """The value of a family-39 match when its line, up to the separator, is a
+    credential's name, else None."""
+    separator = match.start()
+    line_start = match.string.rfind("\n", 0, separator) + 1
+    if separator - line_start > _KEY_LINE_REACH:
+        return None
+    key = _KEY_BEFORE_SEPARATOR.fullmatch(match.string, line_start, separator)
+    return match.span("secret") if key else None
+
+
+# 40. Credentials wrapped in base64, which hides every other family's shape: a
+# "user:password" pair as HTTP Basic, Docker's config.json ("auth") and .npmrc
+# ("_auth") write it, or any text that holds a secret of the families above ("ghp_...",
+# "DB_PASSWORD=...", a whole config file). A run of base64 (standard or URL-safe, padded
+# or not) of at least 12 characters (9 bytes) is decoded, and it is redacted when the
+# decoded text is printable and either is a user and a password or holds a secret
+# (``base64_span`` in ``MATCH_CHECKS``). Words, identifiers, hashes, ids and images
+# decode to bytes that are no text, and a text without a secret (a sentence, a URL, a
+# host and port, a time, a digest's name) stays. Runs over 4,096 characters are left
+# alone: no credential is that long, and a large blob would cost its decoding.
+_BASE64_RUN = r"[A-Za-z0-9+/_-]"
+BASE64_CREDENTIAL = re.compile(
+    rf"(?<!{_BASE64_RUN})"
+    # Base64 of 9 bytes or more mixes upper and lower case; words, snake_case names, hex
+    # and ids do not, and are passed over here, before any decoding.
+    r"(?=[a-z0-9+/_-]*+[A-Z])(?=[A-Z0-9+/_-]*+[a-z])"
+    rf"(?P<secret>(?:{_BASE64_RUN}{{4}}){{3,}}+(?:{_BASE64_RUN}{{2,3}}+)?+={{0,2}}+)"
+    r"(?![A-Za-z0-9+/=_-])"
+)
+_BASE64_MAX_CHARS = 4096
+# A user and a password, as HTTP Basic joins them: a user name (an e-mail address too),
+# ":", and a password of 3 or more characters that holds a letter or runs to 8 or more
+# (so "localhost:8080" and "12:30:45" stay). A URL's scheme or a digest's name is no
+# user ("https://...", "sha256:..."), and "//" starts no password.
+_USER_PASSWORD = re.compile(
+    r"(?!(?:https?|ftp|file|mailto|urn|data|tel|sha[0-9]*|md5):)"
+    r"[A-Za-z0-9._@+-]{1,64}:(?!//)(?=\S*?[A-Za-z]|\S{8})\S{3,128}",
+    re.IGNORECASE,
+)
+_TEXT_WHITESPACE = str.maketrans(dict.fromkeys("\t\n\r"))
+
+
+def _base64_text(run: str) -> str | None:
+    """The text that ``run`` encodes in base64 or base64url, or None if it is no text."""
+    digits = run.rstrip("=")
+    urlsafe = "-" in digits or "_" in digits
+    if (urlsafe and ("+" in digits or "/" in digits)) or len(digits) % 4 == 1:
+        return None
+    padded = digits + "=" * (-len(digits) % 4)
+    try:
+        raw = base64.urlsafe_b64decode(padded) if urlsafe else base64.b64decode(padded)
+        text = raw.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return text if text.translate(_TEXT_WHITESPACE).isprintable() else None
+
+
+def base64_span(match: re.Match[str]) -> tuple[int, int] | None:
+    """The span of a family-40 match when what it encodes is a credential, else None."""
+    run = match.group("secret")
+    if len(run) > _BASE64_MAX_CHARS:
+        return None
+    text = _base64_text(run)
+    if text is None:
+        return None
+    if _USER_PASSWORD.fullmatch(text) or _holds_secret(text):
+        return match.span("secret")
+    return None
+
+
+def _holds_secret(text: str) -> bool:
+    """Whether any built-in family finds a secret in ``text`` (a decoded one: shorter
+    than the run it came from, so a secret encoded twice is found too, and ends)."""
+    folded = text.casefold()
+    for pattern, gate, check in _plans():
+        if gate is not None and not gate.admits(text, folded):
+            continue
+        if any(check is None or check(found) is not None for found in pattern.finditer(text)):
+            return True
+    return False
+
+
+@functools.cache
+def _plans() -> tuple[tuple[re.Pattern[str], Gate | None, _Check | None], ...]:
+    """Each built-in with its gate and check, looked up once: hashing a pattern hashes
+    its whole source, which costs more than most gates."""
+    return tuple((p, PREFILTERS.get(p), MATCH_CHECKS.get(p)) for p in BUILTIN_PATTERNS)
+
+
+def finds_secret(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether built-in ``pattern`` finds a secret in ``text``: a match that its check
+    (``MATCH_CHECKS``), if it has one, takes."""
+    check = MATCH_CHECKS.get(pattern)
+    return any(check is None or check(found) is not None for found in pattern.finditer(text))
 
 
 BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
@@ -763,9 +965,13 @@ BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
     PROVIDER_ENV_ASSIGNMENT,
     SECRET_ASSIGNMENT,
     CREDENTIAL_ASSIGNMENT,
+    CREDENTIAL_ON_NEXT_LINE,
     MYSQL_PASSWORD_FLAG,
     REGISTRY_LOGIN_PASSWORD,
     CURL_USER_PASSWORD,
+    # After the context rules, which take a base64 value whole with its name (an
+    # "Authorization: Basic" header, an .npmrc "_auth").
+    BASE64_CREDENTIAL,
     CREDENTIAL_PATH,
 )
 
@@ -778,13 +984,26 @@ BUILTIN_PATTERNS: tuple[re.Pattern[str], ...] = (
 
 @dataclass(frozen=True)
 class Gate:
-    """Literals one of which every match of a pattern contains."""
+    """Literals one of which every text contains that a pattern finds a secret in
+    (``finds_secret``).
+
+    ``line_break``: every match also holds a line break, so a text without one is
+    skipped. ``joined``: the literals are looked for, case and all, in the text with its
+    line breaks taken out (``lines_joined``), where a prefix that a break split is whole
+    again.
+    """
 
     literals: tuple[str, ...]
     ignore_case: bool = False
+    line_break: bool = False
+    joined: bool = False
 
     def admits(self, text: str, folded: str) -> bool:
         """Whether the pattern may match ``text`` (``folded`` is ``text.casefold()``)."""
+        if self.line_break and "\n" not in text:
+            return False
+        if self.joined:
+            return any(literal in lines_joined(text) for literal in self.literals)
         haystack = folded if self.ignore_case else text
         return any(literal in haystack for literal in self.literals)
 
@@ -796,8 +1015,31 @@ class Gate:
         return " | ".join(self.literals)
 
 
-def _gate(*literals: str, ignore_case: bool = False) -> Gate:
-    return Gate(tuple(lit.casefold() if ignore_case else lit for lit in literals), ignore_case)
+def _gate(
+    *literals: str, ignore_case: bool = False, line_break: bool = False, joined: bool = False
+) -> Gate:
+    folded = tuple(lit.casefold() if ignore_case else lit for lit in literals)
+    return Gate(folded, ignore_case, line_break, joined)
+
+
+def lines_joined(text: str) -> str:
+    """``text`` without its line breaks (and the indentation and continuing backslash
+    that go with them): where family 37's gate looks for a prefix a break split.
+
+    Plain string replacements first, and then a pattern that starts with the newline
+    itself, which the ``re`` module finds fast: ``LINE_BREAK`` would cost ten times as
+    much. A carriage return elsewhere goes too, which can only let the gate admit more.
+    """
+    if "\n" not in text:
+        return text
+    if "\r" in text:
+        text = text.replace("\r", "")
+    if "\\" in text:
+        text = text.replace("\\\n", "\n")
+    return _NEWLINE_AND_INDENT.sub("", text)
+
+
+_NEWLINE_AND_INDENT = re.compile(r"\n[ \t]*+")
 
 
 PREFILTERS: dict[re.Pattern[str], Gate] = {
@@ -816,9 +1058,13 @@ PREFILTERS: dict[re.Pattern[str], Gate] = {
     SHOPIFY_TOKEN: _gate("shp"),
     TWILIO_API_KEY: _gate("SK"),
     LINEAR_KEY: _gate("lin_"),
-    # Every split token starts with a whole prefix, and every disguised one has an escape
-    # or an entity.
-    SPLIT_PREFIXED_TOKEN: _gate(*_PREFIX_LITERALS),
+    # Every split token holds a break and, with its breaks taken out, a whole prefix;
+    # every disguised one has an escape or an entity.
+    SPLIT_PREFIXED_TOKEN: _gate(
+        *dict.fromkeys(spelling for token in _PREFIXED_TOKENS for spelling in token.spellings),
+        line_break=True,
+        joined=True,
+    ),
     DISGUISED_PREFIXED_TOKEN: _gate("%", "&"),
     AWS_SECRET_KEY_AFTER_WORD: _gate("aws", "secret", ignore_case=True),
     AWS_SECRET_KEY_BEFORE_WORD: _gate("aws", "secret", ignore_case=True),
@@ -842,13 +1088,27 @@ PREFILTERS: dict[re.Pattern[str], Gate] = {
     PROVIDER_ENV_ASSIGNMENT: _gate("key", "token", "password", "pwd", ignore_case=True),
     SECRET_ASSIGNMENT: _gate("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIAL"),
     CREDENTIAL_ASSIGNMENT: _gate("pass", "pwd", "secret", "token", ignore_case=True),
+    CREDENTIAL_ON_NEXT_LINE: _gate(
+        "pass",
+        "pwd",
+        "secret",
+        "token",
+        "key",
+        "credential",
+        "authorization",
+        ignore_case=True,
+        line_break=True,
+    ),
     MYSQL_PASSWORD_FLAG: _gate("mysql", "mariadb"),
     REGISTRY_LOGIN_PASSWORD: _gate("login"),
     CURL_USER_PASSWORD: _gate("curl"),
     CREDENTIAL_PATH: _gate(".ssh", ".aws", ".kube", ".gnupg", "gcloud"),
 }
 
-# Checks a match must pass before it is redacted, for what a regex cannot say.
-MATCH_CHECKS: dict[re.Pattern[str], Callable[[re.Match[str]], bool]] = {
-    SPLIT_PREFIXED_TOKEN: split_token_is_whole,
+# Checks a match must pass before it is redacted, for what a regex cannot say: each
+# answers the span to redact, or None when the match holds no secret.
+MATCH_CHECKS: dict[re.Pattern[str], _Check] = {
+    SPLIT_PREFIXED_TOKEN: split_token_span,
+    CREDENTIAL_ON_NEXT_LINE: name_before_span,
+    BASE64_CREDENTIAL: base64_span,
 }

@@ -6,6 +6,7 @@ repository do not mistake the fixtures for leaked credentials.
 
 from __future__ import annotations
 
+import base64
 import random
 import re
 from pathlib import Path
@@ -24,7 +25,7 @@ from aimemory_site.lib.scrubbing import (
     scrubber_builtin,
     scrubber_configured,
 )
-from aimemory_site.lib.secret_patterns import PROVIDER_ENV_ASSIGNMENT
+from aimemory_site.lib.secret_patterns import PROVIDER_ENV_ASSIGNMENT, finds_secret
 
 ALNUM36 = "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC2eF4hJ6"
 GHP = "ghp" + "_" + ALNUM36
@@ -390,6 +391,31 @@ REDACTED_CASES = [
     # 38. URL escapes and HTML entities in a token.
     pytest.param(f"url /x/ghp%5F{ALNUM36}/y", "url /x/[REDACTED]/y", id="url_encoded_prefix"),
     pytest.param(f"<p>{GHP[:20]}&#8203;{GHP[20:]}</p>", "<p>[REDACTED]</p>", id="html_entity"),
+    # 37 again: a break inside the prefix, and a token wrapped over three lines.
+    pytest.param(f"push {GHP[:2]}\n{GHP[2:]} ok", "push [REDACTED] ok", id="split_prefix"),
+    pytest.param(
+        f"push {GHP[:14]}\\\n{GHP[14:28]}\\\n{GHP[28:]}\nok",
+        "push [REDACTED]\nok",
+        id="wrapped_token",
+    ),
+    # 39. A credential's value on the line after its name.
+    pytest.param(
+        "db:\n  password:\n    S3cr3t!x\n  host: db",
+        "db:\n  password:\n    [REDACTED]\n  host: db",
+        id="password_next_line",
+    ),
+    pytest.param(
+        f"Authorization: Bearer\n  {BEARER}",
+        "Authorization: Bearer\n  [REDACTED]",
+        id="folded_header",
+    ),
+    # 40. Credentials in base64: a user and a password, a known token.
+    pytest.param("creds dXNlcjpTM2NyM3QheA== ok", "creds [REDACTED] ok", id="base64_user_password"),
+    pytest.param(
+        f"auth {base64.b64encode(GHP.encode()).decode()} ok",
+        "auth [REDACTED] ok",
+        id="base64_token",
+    ),
 ]
 
 
@@ -553,7 +579,7 @@ def test_prefilter_never_skips_a_pattern_that_would_match() -> None:
     texts = [str(param.values[0]) for param in REDACTED_CASES]
     for pattern, gate in PREFILTERS.items():
         for text in texts:
-            if pattern.search(text):
+            if finds_secret(pattern, text):
                 assert gate.search(text), (gate.pattern, text)
 
 
@@ -657,6 +683,28 @@ _NEAR_MISS_UNITS = {
         "github_pat_" + "a" * 40 + "\n",
         "sk-\n\n",
         "ghp_" + "a" * 35 + "\n" + "a" * 2,
+        "g\nh\np\n_\n",
+        "ghp_a\\\n  ",
+        "s\nk-a\n",
+        "A\nKIA\n",
+    ],
+    "CREDENTIAL_ON_NEXT_LINE": [
+        "password:\n",
+        "password:\n  a",
+        "password: |\n  ",
+        "API_KEY=\\\n",
+        "Authorization: Bearer\n  Basic ",
+        "password:\n  'a",
+        "password:\n  a:\n",
+        "x_token:\n" + "a" * 50 + " ",
+    ],
+    "BASE64_CREDENTIAL": [
+        "aaaa",
+        "aaaaaaaaaaaaa ",
+        "dXNlcjpwYXNz ",
+        "dXNlcjpwYXNz=",
+        "a+b-",
+        "====",
     ],
     "DISGUISED_PREFIXED_TOKEN": [
         "ghp%5F",

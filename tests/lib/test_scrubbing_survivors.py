@@ -14,6 +14,7 @@ real-looking credential sits in the repository for a secret scanner to flag.
 
 from __future__ import annotations
 
+import base64
 import string
 
 import pytest
@@ -477,4 +478,209 @@ def test_html_entity_inside_a_token_is_redacted(
     ],
 )
 def test_html_entities_in_prose_are_kept(text: str) -> None:
+    assert_kept(text)
+
+
+# --- Third review: a secret broken anywhere across lines ----------------------------------
+
+# A line break as terminals, editors and shells write one: plain, indented, or a shell or
+# Python line continued with a backslash.
+LINE_BREAKS = ["\n", "\r\n", "\n  ", "\n\t", "\\\n", "\\\n    "]
+# A format the second review did not split: AWS access key ids.
+MORE_PREFIXED_TOKENS = [
+    ("AKIA", string.ascii_uppercase + string.digits, 16, 16),
+    ("ASIA", string.ascii_uppercase + string.digits, 16, 16),
+]
+any_prefixed_token = st.sampled_from(PREFIXED_TOKENS + MORE_PREFIXED_TOKENS).flatmap(
+    lambda spec: st.tuples(
+        st.just(spec[0]),
+        run(spec[1], spec[2]),
+        # Anywhere after the first character, until the token is complete: inside the
+        # prefix too.
+        st.integers(1, len(spec[0]) + spec[3] - 1),
+    )
+)
+
+
+@PROPERTY
+@given(
+    token=any_prefixed_token,
+    newline=st.sampled_from(LINE_BREAKS),
+    template=st.sampled_from(["push with {secret} and report back", "key:\n{secret}\nthanks"]),
+)
+def test_token_broken_anywhere_is_redacted(
+    token: tuple[str, str, int], newline: str, template: str
+) -> None:
+    prefix, body, cut = token
+    whole = prefix + body
+    assert_redacted_once(template, whole[:cut] + newline + whole[cut:])
+
+
+# Formats of a fixed length, which a terminal or an editor may wrap over many lines.
+FIXED_LENGTH_TOKENS = [
+    ("ghp_", ALNUM, 36),
+    ("github_pat_", ALNUM + "_", 82),
+    ("npm_", ALNUM, 36),
+    ("aim_", BASE64URL, 43),
+    ("lin_api_", ALNUM, 40),
+    ("AKIA", string.ascii_uppercase + string.digits, 16),
+]
+
+
+@PROPERTY
+@given(
+    token=st.sampled_from(FIXED_LENGTH_TOKENS).flatmap(
+        lambda spec: st.builds(str.__add__, st.just(spec[0]), run(spec[1], spec[2]))
+    ),
+    width=st.integers(3, 24),
+    newline=st.sampled_from(LINE_BREAKS),
+    template=st.sampled_from(["push with {secret} and report back", "{secret}\nand report back"]),
+)
+def test_token_wrapped_over_many_lines_is_redacted(
+    token: str, width: int, newline: str, template: str
+) -> None:
+    wrapped = newline.join(token[i : i + width] for i in range(0, len(token), width))
+    assert_redacted_once(template, wrapped)
+
+
+NEXT_LINE_CREDENTIALS = [
+    "password:\n{secret}",
+    "db:\n  password:\n    {secret}\n  host: db.internal",
+    "DB_PASSWORD=\\\n  {secret}",
+    'password = \\\n    "{secret}"',
+    '{{"password":\n  "{secret}",\n  "user": "deploy"}}',
+    "**Password:**\n`{secret}`",
+    "secret_key: |\n  {secret}\nregion: eu-west-1",
+    "client_secret:\n\t'{secret}'\n",
+    "export API_TOKEN=\\\n{secret}",
+    "Authorization: Bearer\n  {secret}",
+    "Authorization:\n  Basic {secret}",
+]
+
+
+@PROPERTY
+@given(secret=password(), template=st.sampled_from(NEXT_LINE_CREDENTIALS))
+def test_credential_on_the_line_after_its_name_is_redacted(secret: str, template: str) -> None:
+    assert_redacted_once(template, secret)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # YAML, OpenAPI and Kubernetes: the next line is a key, a list, a reference.
+        "password:\n  required: true\n  minLength: 12",
+        "password:\n  $ref: '#/components/schemas/Password'",
+        "secret:\n  secretKeyRef:\n    name: db",
+        "password:\n  - must be 12 characters",
+        "password:\n{{ vault_db_password }}",
+        "Password:\n********",
+        "password:\n\nnext section",
+        # Docstrings and code.
+        "Args:\n    password:\n        The user's password.\n",
+        "Returns:\n    secret:\n        str",
+        '"password":\n    os.environ["DB_PASSWORD"],',
+        "token:\n  None",
+        "def check(password):\n    return hash(password)",
+        "if best is not None and key >= best_key:\n    continue",
+        "    if not self.token:\n        return",
+        "for raw_key in body:\n    if raw_key == _BASE_KEY:\n        continue",
+        "password:\n  #\nsecret:\n  #todo",
+        "API_KEY=\\\n  ${API_KEY}",
+        # Terminals and prose.
+        "Enter password:\nWelcome to the MySQL monitor.",
+        "[sudo] password for bob:\nSorry, try again.",
+        "Authorization:\n  see the gateway docs",
+        "password_reset:\n  enabled",
+        # Token look-alikes at line ends.
+        "ghp_ tokens\nare classic tokens",
+        "g\nhp_is_a_prefix",
+        "Vitamin E\nAAA batteries",
+        "plan A\nKIA motors",
+        "ask\n-learn more at sklearn.org",
+        "pip install sk-learn\nnumpy scipy",
+        "xoxb-token\nxoxo-hugs",
+        "see SK01\n23456789abcdef0123456789abcdef01234567",
+        "the quick brown\nfox jumps over\nthe lazy dog",
+        "3f2a9c8e1b7d4f6a\n0c5e2b9d8a7f6e5d4c3b2a19",
+        "iVBORw0KGgoAAAANSUhEUg\nAAAAEAAAABCAYAAAAfFcSJ",
+        "GITHUB_USER=octocat\nGITHUB_REPO=hello-world",
+    ],
+)
+def test_lines_that_only_look_split_are_kept(text: str) -> None:
+    assert_kept(text)
+
+
+# --- Third review: credentials wrapped in base64 -------------------------------------------
+
+
+def _base64(text: str, *, urlsafe: bool = False, padded: bool = True) -> str:
+    raw = text.encode()
+    encoded = (base64.urlsafe_b64encode if urlsafe else base64.b64encode)(raw).decode()
+    return encoded if padded else encoded.rstrip("=")
+
+
+BASE64_LINES = [
+    "creds: {secret}",
+    "echo {secret} | base64 -d",
+    '{{"auths": {{"registry.example.com": {{"auth": "{secret}"}}}}}}',
+    "Basic auth for the staging proxy is {secret}, rotate it monthly.",
+    "auth={secret}&next=/home",
+    "{secret}",
+]
+
+
+@PROPERTY
+@given(
+    user=run(string.ascii_lowercase + ".", 1, 12).filter(lambda u: u[0] != "."),
+    secret=password(),
+    urlsafe=st.booleans(),
+    padded=st.booleans(),
+    template=st.sampled_from(BASE64_LINES),
+)
+def test_base64_of_user_and_password_is_redacted(
+    user: str, secret: str, urlsafe: bool, padded: bool, template: str
+) -> None:
+    assert_redacted_once(template, _base64(f"{user}:{secret}", urlsafe=urlsafe, padded=padded))
+
+
+@PROPERTY
+@given(token=prefixed_tokens, template=st.sampled_from(BASE64_LINES))
+def test_base64_of_a_known_token_is_redacted(token: tuple[str, str, int], template: str) -> None:
+    prefix, body, _ = token
+    assert_redacted_once(template, _base64(prefix + body))
+
+
+@PROPERTY
+@given(secret=password(), template=st.sampled_from(BASE64_LINES))
+def test_base64_of_a_credential_line_is_redacted(secret: str, template: str) -> None:
+    assert_redacted_once(template, _base64(f"DB_PASSWORD={secret}\nDB_HOST=db.internal\n"))
+
+
+# A 1x1 PNG, as an image pasted into Markdown or HTML is encoded.
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"![pixel](data:image/png;base64,{PNG})",
+        f'<img src="data:image/png;base64,{PNG}">',
+        f"the README, encoded: {_base64('Hello, world! This is a plain sentence.')}",
+        "config: " + _base64('{"name": "demo", "version": 2}'),
+        f"link: {_base64('https://example.com/docs/intro')}",
+        f"host: {_base64('localhost:8080')}",
+        f"at {_base64('12:30:45')}",
+        f"digest {_base64('sha256:' + '3f2a9c8e1b7d4f6a0c5e2b9d8a7f6e5d')}",
+        "sha256 n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg= of the layer",
+        "commit 3f2a9c8e1b7d4f6a0c5e2b9d8a7f6e5d4c3b2a19 fixed it",
+        "request 9b2f4c1e-7a3d-4e5f-8a6b-1c2d3e4f5a6b failed",
+        "class AbstractSingletonProxyFactoryBean extends BaseConfigurationBean",
+        "def test_scrubbing_survivors_keep_ordinary_base64_lines(): pass",
+        "internationalization and implementation_details_here",
+        "---------------------------------------------------------------",
+        'ETag: W/"c2VydmVyLXNpZGUtZXRhZy12YWx1ZQ"',
+        "integrity sha512-dGhpcyBpcyBub3QgYSByZWFsIGludGVncml0eSBoYXNo== checked",
+    ],
+)
+def test_ordinary_base64_and_hashes_are_kept(text: str) -> None:
     assert_kept(text)
