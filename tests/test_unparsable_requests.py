@@ -129,9 +129,7 @@ def test_an_unreadable_request_line_is_answered_in_json(port: int) -> None:
         "/healthz?x=%80",
     ],
 )
-def test_a_machine_url_that_is_not_utf_8_is_a_json_400_invalid_text(
-    port: int, target: str
-) -> None:
+def test_a_machine_url_that_is_not_utf_8_is_a_json_400_invalid_text(port: int, target: str) -> None:
     answer = exchange(port, request(port, "GET", target))
 
     assert answer.status == 400
@@ -164,8 +162,9 @@ def test_a_web_url_that_is_not_utf_8_is_our_400_page(port: int, target: str) -> 
     assert b'<h1 id="error-heading">Bad request</h1>' in answer.body
 
 
-def test_utf_8_in_a_url_is_served(port: int) -> None:
-    answer = exchange(port, request(port, "GET", "/api/v1/caf%C3%A9?x=%F0%9F%9A%80"))
+@pytest.mark.parametrize("target", ["/api/v1/caf%C3%A9?x=%F0%9F%9A%80", "/api/v1/%25FF?x=%25FF"])
+def test_utf_8_and_an_escaped_percent_in_a_url_are_served(port: int, target: str) -> None:
+    answer = exchange(port, request(port, "GET", target))
 
     assert answer.status == 404
     assert answer.json()["code"] == "not_found"

@@ -83,6 +83,27 @@ def own_origin(request: HttpRequest) -> str | None:
     return origin_normalise(f"{request.scheme}://{request.get_host()}")
 
 
+def origin_ours(request: HttpRequest, origin: str) -> bool:
+    """Whether ``origin`` is this server's own (as ``request`` reached it) or a listed one;
+    a value that names no origin is neither."""
+    normal = origin_normalise(origin)
+    if normal is None:
+        return False
+    if normal == own_origin(request):
+        return True
+    return normal in _allowed(tuple(settings.AI_MEMORY_ALLOWED_ORIGINS))
+
+
+def page_ours(request: HttpRequest, url: str) -> bool:
+    """Whether the page at ``url`` (a ``Referer``) is on an origin ``origin_ours``
+    accepts: its scheme, host and port; a value that is no such URL is foreign."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # an unbalanced IPv6 bracket
+        return False
+    return origin_ours(request, f"{parts.scheme}://{parts.netloc}")
+
+
 def origin_allowed(request: HttpRequest) -> bool:
     """No Origin (every CLI agent and MCP client), this server's own, or a listed one.
 
@@ -92,11 +113,4 @@ def origin_allowed(request: HttpRequest) -> bool:
     """
     # META, not request.headers: building the headers mapping costs more than this rule.
     origin: str | None = request.META.get("HTTP_ORIGIN")
-    if origin is None:
-        return True
-    normal = origin_normalise(origin)
-    if normal is None:
-        return False
-    if normal == own_origin(request):
-        return True
-    return normal in _allowed(tuple(settings.AI_MEMORY_ALLOWED_ORIGINS))
+    return origin is None or origin_ours(request, origin)

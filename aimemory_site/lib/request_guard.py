@@ -16,6 +16,7 @@ MCP view (in its own order: method, then these, then the bearer):
 
 from __future__ import annotations
 
+import re
 from urllib.parse import unquote_to_bytes
 
 from django.http import HttpRequest
@@ -42,20 +43,38 @@ def _has_body(request: HttpRequest) -> bool:
         return True
 
 
+# An escape of a byte over 0x7F, as Django writes one that is not part of UTF-8 back into
+# the path it decodes (``repercent_broken_unicode``).
+_REPERCENTED = re.compile("%[89A-F][0-9A-F]")
+
+
+def _percent_decoded_utf8(raw: str) -> bool:
+    """Whether ``raw``, WSGI text (a byte to a latin-1 character), is UTF-8 once
+    percent-decoded."""
+    try:
+        unquote_to_bytes(raw.encode("latin-1")).decode("utf-8")
+    except UnicodeError:  # not WSGI text, or bytes that are not UTF-8
+        return False
+    return True
+
+
 def _url_not_utf8(request: HttpRequest) -> bool:
     """Whether the path or the query, percent-decoded, is not UTF-8.
 
-    Django reads both leniently (a byte that is not UTF-8 becomes U+FFFD in the query and
-    its escape again in the path), so only the raw tells: WSGI's ``PATH_INFO`` (already
-    percent-decoded, a byte to a latin-1 character) and ``QUERY_STRING`` (still encoded).
+    Django reads both leniently: a byte that is not UTF-8 becomes U+FFFD in the query
+    and its escape again in the path, whose raw ``PATH_INFO`` it overwrites. So the raw
+    decides: gunicorn's ``RAW_URI``, the request target as sent. Without it (Django's
+    test client, another server), the query's raw ``QUERY_STRING`` and, in the path, an
+    escape of a byte over 0x7F, which Django wrote back for a byte that is not UTF-8 (or
+    the client sent as ``%25``, which no route here takes either).
     """
-    try:
-        request.META.get("PATH_INFO", "").encode("latin-1").decode("utf-8")
-        query = request.META.get("QUERY_STRING", "").encode("latin-1")
-        unquote_to_bytes(query).decode("utf-8")
-    except UnicodeError:  # no WSGI text (not latin-1), or bytes that are not UTF-8
-        return True
-    return False
+    meta = request.META
+    raw: str | None = meta.get("RAW_URI")
+    if raw is not None:
+        return not _percent_decoded_utf8(raw)
+    return _REPERCENTED.search(request.path_info) is not None or not _percent_decoded_utf8(
+        meta.get("QUERY_STRING", "")
+    )
 
 
 def url_text_refusal(request: HttpRequest) -> AppError | None:

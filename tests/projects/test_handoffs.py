@@ -12,6 +12,7 @@ import httpx
 import pytest
 from django.test import Client
 from django.utils import timezone
+from pytest_django.fixtures import Settings as SettingsWrapper
 from pytest_django.live_server_helper import LiveServer
 
 from projects.models import AgentSession, Grant, Handoff, Project
@@ -259,6 +260,82 @@ def test_the_hook_route_never_claims_for_a_cross_site_request(
     assert answer["handoff"] is None
     assert Handoff.objects.get().state == Handoff.State.OPEN
     assert not AgentSession.objects.filter(session_id="from-a-page").exists()
+
+
+# A browser without fetch metadata (an older one, or one that strips it) still names the
+# page an <img> was on in Referer: another scheme, host or port than the server's own.
+FOREIGN_REFERERS = [
+    "https://evil.example/page.html",
+    "http://testserver:8001/",
+    "https://testserver/web/",
+    "http://localhost/",
+    "not a url",
+]
+
+
+@pytest.mark.parametrize("referer", FOREIGN_REFERERS)
+def test_the_hook_route_never_claims_for_a_foreign_referer_without_fetch_metadata(
+    api: ApiCall, client: Client, referer: str
+) -> None:
+    _create(api)
+
+    response = client.get(
+        "/handoff", {**A, "session_id": "from-a-page"}, headers={"Referer": referer}
+    )
+
+    assert response.status_code == 200, response.content
+    assert response.json()["handoff"] is None
+    assert Handoff.objects.get().state == Handoff.State.OPEN
+    assert not AgentSession.objects.filter(session_id="from-a-page").exists()
+
+
+@pytest.mark.parametrize(
+    "referer",
+    [
+        "http://testserver/web/w/default/project-a/",
+        "http://TestServer:80/",
+        "https://tools.example/x?y=1",
+    ],
+)
+def test_the_hook_route_claims_for_a_referer_of_the_servers_own_or_an_allowed_origin(
+    api: ApiCall, client: Client, settings: SettingsWrapper, referer: str
+) -> None:
+    settings.AI_MEMORY_ALLOWED_ORIGINS = ["https://tools.example"]
+    handoff_id = _create(api)
+
+    response = client.get("/handoff", {**A, "session_id": "own-page"}, headers={"Referer": referer})
+
+    assert response.status_code == 200, response.content
+    assert response.json()["handoff"]["id"] == handoff_id
+
+
+def test_fetch_metadata_decides_over_the_referer(api: ApiCall, client: Client) -> None:
+    """``Sec-Fetch-Site: same-origin`` is the browser's own word; a Referer cut to its
+    origin by a referrer policy, or rewritten by an extension, does not overrule it."""
+    handoff_id = _create(api)
+
+    response = client.get(
+        "/handoff", {**A, "session_id": "own-page"},
+        headers={"Sec-Fetch-Site": "same-origin", "Referer": "https://evil.example/"},
+    )  # fmt: skip
+
+    assert response.status_code == 200, response.content
+    assert response.json()["handoff"]["id"] == handoff_id
+
+
+def test_a_session_start_with_a_foreign_referer_claims_nothing(
+    api: ApiCall, client: Client
+) -> None:
+    _create(api)
+
+    response = client.post(
+        "/api/v1/sessions", START, content_type="application/json",
+        headers={"Referer": "https://evil.example/"},
+    )  # fmt: skip
+
+    assert response.status_code == 200, response.content
+    assert response.json()["handoff"] is None
+    assert Handoff.objects.get().state == Handoff.State.OPEN
 
 
 @pytest.mark.parametrize("fetch_site", ["same-origin", "none"])
