@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Query, Router
 
-from aimemory_site.lib.api import UuidText, errors, principal_of
+from aimemory_site.lib.api import UuidText, errors, principal_of, wait_said
 from aimemory_site.lib.errors import BadRequest, Code
 from aimemory_site.lib.wakeups import CLIENT_GONE
 from messaging import services
@@ -34,7 +34,7 @@ from messaging.schemas import (
     MessageThreadQuery,
 )
 from messaging.search import message_search, message_thread
-from messaging.selectors import message_list, message_status
+from messaging.selectors import message_list, message_status, names_shown
 
 router = Router(tags=["messages"])
 
@@ -65,8 +65,9 @@ def messages_send(request: HttpRequest, payload: MessageSendIn) -> HttpResponse:
 @router.get("/messages", response={200: MessageListOut, **errors(404)})
 def messages_list(request: HttpRequest, query: Query[MessageListQuery]) -> HttpResponse:
     """List pending messages, oldest first, without claiming them (limit clamped to 1..200)."""
+    principal = principal_of(request, access_confirms=True)
     messages = message_list(
-        principal=principal_of(request, access_confirms=True),
+        principal=principal,
         workspace=query.workspace,
         project=query.project,
         box=query.box,
@@ -74,7 +75,8 @@ def messages_list(request: HttpRequest, query: Query[MessageListQuery]) -> HttpR
     )
     # The payload is built by the one serializer every surface shares; re-validating up to
     # 200 of them against the schema would cost a fifth of the request.
-    return JsonResponse({"messages": [message_payload(m) for m in messages]})
+    shown = names_shown(principal, messages)
+    return JsonResponse({"messages": [message_payload(m, shown) for m in messages]})
 
 
 @router.post("/messages/pop", response={200: MessagePopOut, **errors(404, body=True)})
@@ -82,10 +84,12 @@ def messages_pop(request: HttpRequest, payload: MessagePopIn) -> HttpResponse:
     """Claim the oldest pending inbox message (or the named one) exactly once.
 
     Answers exactly ``{"message": null}`` when nothing was claimed. With ``wait_seconds``
-    it waits for a message to claim first (docs/reference.md#waiting-and-waking).
+    it waits for a message to claim first (docs/reference.md#waiting-and-waking); the
+    header ``X-Memory-Wait-Seconds`` says the wait used, clamped to 0..60.
     """
+    principal = principal_of(request, access_confirms=True)
     claimed = services.message_pop(
-        principal=principal_of(request, access_confirms=True),
+        principal=principal,
         workspace=payload.workspace,
         project=payload.project,
         message_id=payload.message_id,
@@ -95,7 +99,8 @@ def messages_pop(request: HttpRequest, payload: MessagePopIn) -> HttpResponse:
         client_gone=request.META.get(CLIENT_GONE),
     )
     # A JsonResponse, not the schema: the empty answer must not grow a null notice key.
-    return JsonResponse(pop_payload(claimed))
+    shown = names_shown(principal, [claimed] if claimed else [])
+    return wait_said(JsonResponse(pop_payload(claimed, shown)), payload.wait_seconds)
 
 
 @router.post("/messages/cancel", response={200: MessageCancelOut, **errors(404, body=True)})
@@ -123,15 +128,17 @@ def messages_search(request: HttpRequest, query: Query[MessageSearchQuery]) -> H
 
     Never claims and never changes state (docs/reference.md#search-and-threads).
     """
+    principal = principal_of(request)
     hits = message_search(
-        principal_of(request),
+        principal,
         workspace=query.workspace,
         project=query.project,
         query=query.q,
         box=query.box,
         limit=query.limit,
     )
-    return JsonResponse({"messages": [search_hit_payload(hit) for hit in hits]})
+    shown = names_shown(principal, [hit.message for hit in hits])
+    return JsonResponse({"messages": [search_hit_payload(hit, shown) for hit in hits]})
 
 
 @router.get("/messages/{message_id}/thread", response={200: MessageThreadOut, **errors(404)})
@@ -140,13 +147,15 @@ def messages_thread(
 ) -> HttpResponse:
     """The ``in_reply_to`` chain the message belongs to, from its start, oldest first, each
     without its body; only messages the project sent or received."""
+    principal = principal_of(request)
     messages = message_thread(
-        principal_of(request),
+        principal,
         workspace=query.workspace,
         project=query.project,
         message_id=message_id,
     )
-    return JsonResponse({"messages": [message_head_payload(m) for m in messages]})
+    shown = names_shown(principal, messages)
+    return JsonResponse({"messages": [message_head_payload(m, shown) for m in messages]})
 
 
 @router.get("/messages/{message_id}", response={200: MessageStatusOut, **errors(404)})
@@ -155,14 +164,17 @@ def messages_status(
 ) -> HttpResponse:
     """A message's delivery state, without its body, for its sender or recipient project.
 
-    With ``wait_seconds`` a pending message is waited on until it is claimed or cancelled.
+    With ``wait_seconds`` a pending message is waited on until it is claimed or cancelled;
+    the header ``X-Memory-Wait-Seconds`` says the wait used, clamped to 0..60.
     """
+    principal = principal_of(request)
     message = message_status(
-        principal=principal_of(request),
+        principal=principal,
         workspace=query.workspace,
         project=query.project,
         message_id=message_id,
         wait_seconds=query.wait_seconds,
         client_gone=request.META.get(CLIENT_GONE),
     )
-    return JsonResponse(status_payload(message))
+    shown = names_shown(principal, [message])
+    return wait_said(JsonResponse(status_payload(message, shown)), query.wait_seconds)

@@ -53,7 +53,7 @@ from messaging.payloads import (
     status_payload,
 )
 from messaging.search import SEARCH_BOXES, message_search
-from messaging.selectors import BOXES, message_list, message_status
+from messaging.selectors import BOXES, message_list, message_status, names_shown
 from messaging.services import message_cancel, message_pop, message_send
 from projects.scope import scope_annotate, scope_of_call, scope_require_named
 
@@ -86,7 +86,8 @@ def list_pending(call: ToolCall) -> dict[str, Any]:
         box=call.text("box"),
         limit=call.integer("limit"),
     )
-    return scope_annotate({"messages": [message_payload(m) for m in messages]}, scope)
+    shown = names_shown(call.principal, messages)
+    return scope_annotate({"messages": [message_payload(m, shown) for m in messages]}, scope)
 
 
 def pop(call: ToolCall) -> dict[str, Any]:
@@ -103,7 +104,7 @@ def pop(call: ToolCall) -> dict[str, Any]:
         in_reply_to=call.text("in_reply_to"),
         client_gone=call.client_gone,
     )
-    return pop_payload(claimed)
+    return pop_payload(claimed, names_shown(call.principal, [claimed] if claimed else []))
 
 
 def cancel(call: ToolCall) -> dict[str, Any]:
@@ -128,7 +129,8 @@ def status(call: ToolCall) -> dict[str, Any]:
         wait_seconds=call.integer("wait_seconds"),
         client_gone=call.client_gone,
     )
-    return scope_annotate(status_payload(message), scope)
+    shown = names_shown(call.principal, [message])
+    return scope_annotate(status_payload(message, shown), scope)
 
 
 def search(call: ToolCall) -> dict[str, Any]:
@@ -141,7 +143,8 @@ def search(call: ToolCall) -> dict[str, Any]:
         box=call.text("box") or "inbox",
         limit=call.integer("limit"),
     )
-    return scope_annotate({"messages": [search_hit_payload(hit) for hit in hits]}, scope)
+    shown = names_shown(call.principal, [hit.message for hit in hits])
+    return scope_annotate({"messages": [search_hit_payload(hit, shown) for hit in hits]}, scope)
 
 
 # The one form memory_decision_answer asks for, by this key in inputRequests/inputResponses.

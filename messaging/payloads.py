@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
+from uuid import UUID
 
 from django.utils import timezone
 
@@ -12,6 +14,7 @@ from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
 from messaging.search import SearchHit
 from messaging.services import Sent
+from projects.models import Project
 
 # What a reply stored before the server judged replies at send says: it is not taken.
 UNJUDGED_REPLY_REFUSAL = (
@@ -43,23 +46,19 @@ def decision_payload(stored: dict[str, Any] | None) -> dict[str, Any] | None:
     return {field: stored.get(field) for field in DECISION_FIELDS}
 
 
-def message_payload(message: Message) -> dict[str, Any]:
+def message_payload(message: Message, shown: Container[UUID]) -> dict[str, Any]:
     """``message`` as JSON. Callers select_related both projects and their workspaces.
 
-    Its ``state`` is the one it has now: a pending message past its ``expires_at`` is
-    ``expired``, whether or not the background has stored it so yet."""
-    to_project, from_project = message.to_project, message.from_project
+    ``shown`` holds the projects the caller may see named (``names_shown``): a project
+    outside it is named as nothing, its names and ids null, as a project that does not
+    exist would be (docs/reference.md#messages). Its ``state`` is the one it has now: a
+    pending message past its ``expires_at`` is ``expired``, whether or not the background
+    has stored it so yet."""
     return {
         "id": str(message.id),
         "state": message.state_at(timezone.now()),
-        "to_workspace": to_project.workspace.name,
-        "to_project": to_project.name,
-        "to_workspace_id": str(to_project.workspace_id),
-        "to_project_id": str(to_project.id),
-        "from_workspace": from_project.workspace.name,
-        "from_project": from_project.name,
-        "from_workspace_id": str(from_project.workspace_id),
-        "from_project_id": str(from_project.id),
+        **_project_fields("to", message.to_project, shown),
+        **_project_fields("from", message.from_project, shown),
         "from_agent": message.from_agent,
         "from_owner_user": message.from_owner_user or None,
         "subject": message.subject or None,
@@ -75,7 +74,21 @@ def message_payload(message: Message) -> dict[str, Any]:
     }
 
 
-def pop_payload(message: Message | None) -> dict[str, Any]:
+def _project_fields(side: str, project: Project, shown: Container[UUID]) -> dict[str, Any]:
+    """The four fields that name one end of a message, null when it is not ``shown``."""
+    if project.pk not in shown:
+        return dict.fromkeys(
+            (f"{side}_workspace", f"{side}_project", f"{side}_workspace_id", f"{side}_project_id")
+        )
+    return {
+        f"{side}_workspace": project.workspace.name,
+        f"{side}_project": project.name,
+        f"{side}_workspace_id": str(project.workspace_id),
+        f"{side}_project_id": str(project.id),
+    }
+
+
+def pop_payload(message: Message | None, shown: Container[UUID]) -> dict[str, Any]:
     """``{"security_notice": ..., "message": ...}``, or exactly ``{"message": None}``.
 
     The notice comes first and the provenance before the body: some clients hand the
@@ -83,7 +96,7 @@ def pop_payload(message: Message | None) -> dict[str, Any]:
     """
     if message is None:
         return {"message": None}
-    return {"security_notice": SECURITY_NOTICE, "message": message_payload(message)}
+    return {"security_notice": SECURITY_NOTICE, "message": message_payload(message, shown)}
 
 
 def send_payload(sent: Sent) -> dict[str, Any]:
@@ -96,25 +109,25 @@ def send_payload(sent: Sent) -> dict[str, Any]:
     }
 
 
-def message_head_payload(message: Message) -> dict[str, Any]:
+def message_head_payload(message: Message, shown: Container[UUID]) -> dict[str, Any]:
     """``message`` as JSON without its body: a row of a thread, and what a status and a
     search hit start from."""
-    payload = message_payload(message)
+    payload = message_payload(message, shown)
     del payload["body"]
     return payload
 
 
-def search_hit_payload(hit: SearchHit) -> dict[str, Any]:
+def search_hit_payload(hit: SearchHit, shown: Container[UUID]) -> dict[str, Any]:
     """A search hit: the message without its body, then the snippet around the match
     (docs/reference.md#search-and-threads)."""
-    payload = message_head_payload(hit.message)
+    payload = message_head_payload(hit.message, shown)
     payload["snippet"] = hit.snippet
     return payload
 
 
-def status_payload(message: Message) -> dict[str, Any]:
+def status_payload(message: Message, shown: Container[UUID]) -> dict[str, Any]:
     """The message without its body, with how its delivery went (docs/reference.md#status-replies-and-retries)."""
-    payload = message_head_payload(message)
+    payload = message_head_payload(message, shown)
     payload["cancelled_at"] = rfc3339(message.cancelled_at)
     payload["claimed_by_agent"] = message.claimed_by_agent or None
     return payload

@@ -112,19 +112,23 @@ class DecisionReplyOut(Schema):
     )
 
 
+# Said of each name and id of a message's two ends (docs/operating.md#projects-and-grants).
+UNNAMED = "Null when the caller may not read that project, as if it did not exist."
+
+
 class MessageHeadOut(Schema):
     """A message without its body: what a status shows, and what every listing starts with."""
 
     id: str
     state: str = Field(json_schema_extra={"enum": ["pending", "claimed", "cancelled", "expired"]})
-    to_workspace: str
-    to_project: str
-    to_workspace_id: str
-    to_project_id: str
-    from_workspace: str
-    from_project: str
-    from_workspace_id: str
-    from_project_id: str
+    to_workspace: str | None = Field(description=UNNAMED)
+    to_project: str | None = Field(description=UNNAMED)
+    to_workspace_id: str | None = Field(description=UNNAMED)
+    to_project_id: str | None = Field(description=UNNAMED)
+    from_workspace: str | None = Field(description=UNNAMED)
+    from_project: str | None = Field(description=UNNAMED)
+    from_workspace_id: str | None = Field(description=UNNAMED)
+    from_project_id: str | None = Field(description=UNNAMED)
     from_agent: str
     from_owner_user: str | None
     subject: str | None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from time import monotonic
 
 from django.db.models import Count, OuterRef, Prefetch, Q, Subquery
@@ -16,7 +16,14 @@ from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.wakeups import message_topic, wait_for, wait_seconds_parse
 from messaging.arguments import message_id_required
 from messaging.models import Message
-from projects.access import Level, project_access, project_access_again
+from projects.access import (
+    Level,
+    project_access,
+    project_access_again,
+    projects_with_grant,
+    readable_among,
+    readable_as_loaded,
+)
 from projects.models import Project
 
 BOXES = ("inbox", "outbox")
@@ -48,13 +55,40 @@ def message_list(
     scope = project_access(principal, workspace, project, need=Level.READ)
     # Prefetched, not joined: a page of messages names few projects, and building one
     # Project and Workspace per row (select_related) cost more than the two extra queries.
-    with_workspace = Project.objects.select_related("workspace")
+    # Each comes with the caller's grant, so ``names_shown`` asks no more.
+    with_workspace = projects_with_grant(principal)
     messages = Message.objects.pending().prefetch_related(
         Prefetch("to_project", queryset=with_workspace),
         Prefetch("from_project", queryset=with_workspace),
     )
     messages = messages.inbox_of(scope) if which == "inbox" else messages.outbox_of(scope)
     return list(messages.oldest_first()[: limit_clamp(limit)])
+
+
+def names_shown(principal: Principal, messages: Iterable[Message]) -> set[uuid.UUID]:
+    """The projects at either end of ``messages`` that ``principal`` may see named: the
+    ones it may read. A message names any other as nothing, as it would a project that
+    does not exist, on every surface (docs/operating.md#projects-and-grants); the web's
+    pages decide by the same rule (``readable_among``).
+
+    No query for root or an anonymous server, nor for projects that ``message_list``
+    read (they come with the caller's grant); one for all the others together.
+    Precondition: both projects of each message are loaded.
+    """
+    ends = {
+        project.pk: project
+        for message in messages
+        for project in (message.to_project, message.from_project)
+    }
+    shown: set[uuid.UUID] = set()
+    unknown: set[uuid.UUID] = set()
+    for pk, project in ends.items():
+        readable = readable_as_loaded(principal, project)
+        if readable is None:
+            unknown.add(pk)
+        elif readable:
+            shown.add(pk)
+    return shown | readable_among(principal, unknown)
 
 
 def message_pending_count(*, project: Project) -> int:

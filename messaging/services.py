@@ -497,6 +497,9 @@ class _Pop:
                 actor=_actor(principal, self.agent),
                 summary="message claimed",
             ),
+            # Whether the caller may see the sender named (``names_shown``) then needs
+            # no query when the sender is open or the caller's own.
+            sender_access=principal.user is not None and not principal.sees_everything,
         )
         # A request id's record joins the claim in one transaction; without one, the
         # claim and its activity row are one statement on PostgreSQL. The record is

@@ -243,15 +243,19 @@ class Claim:
         agent: str,
         user: str,
         activity: Activity,
+        sender_access: bool,
     ) -> Claim:
         """Built before the transaction, as a send's statements are: on SQLite every
         writer waits while this one holds the write lock, so only the statements run
-        inside, and the claimed row is read into a Message after the commit."""
+        inside, and the claimed row is read into a Message after the commit.
+        ``sender_access``: the row also brings the sender's access mode and creator, for
+        a caller whose right to see the sender named depends on them."""
         sql = _claim_sql(
             connection.vendor,
             named=message_id is not None,
             reply=reply_to is not None,
             unheard=wake_unheard_sql(message_topic_sql("c.id")),
+            sender_access=sender_access,
         )
         [values] = insert_parts([activity])[2]
         return cls(inbox, message_id, reply_to, session_id, agent, user, values, sql)
@@ -316,8 +320,9 @@ def claimed_id(row: Sequence[Any]) -> uuid.UUID:
 
 def claimed_message(row: Sequence[Any], inbox: Project) -> Message:
     """The Message of a claimed row, with its sender's project and workspace (which came
-    back as extra columns of the row), so nothing is read again."""
-    claimed, (sender_name, sender_workspace_id, sender_workspace_name) = model_from_row(
+    back as extra columns of the row, with its access mode and creator when asked), so
+    nothing is read again."""
+    claimed, (sender_name, sender_workspace_id, sender_workspace_name, *access) = model_from_row(
         Message, row
     )
     claimed.from_project = project_from_values(
@@ -325,15 +330,19 @@ def claimed_message(row: Sequence[Any], inbox: Project) -> Message:
         workspace_id=sender_workspace_id,
         name=sender_name,
         workspace_name=sender_workspace_name,
+        **(dict(zip(("access_mode", "created_by_id"), access, strict=True)) if access else {}),
     )
     claimed.to_project = inbox  # already loaded, with its workspace
     return claimed
 
 
 @functools.cache
-def _claim_sql(vendor: str, *, named: bool, reply: bool, unheard: str | None) -> str:
+def _claim_sql(
+    vendor: str, *, named: bool, reply: bool, unheard: str | None, sender_access: bool
+) -> str:
     """The claim on ``vendor``, of the named message or the oldest (of the replies to a
-    message, with ``reply``), and on PostgreSQL the activity row with it and, last,
+    message, with ``reply``), returning the sender's names (and ``sender_access``, its
+    access mode and creator), and on PostgreSQL the activity row with it and, last,
     ``unheard`` (``wake_unheard_sql`` of the claimed message's topic, or false); built
     once. Its parameters: ``Claim.params``, then on PostgreSQL the activity row's values
     but its counterpart."""
@@ -362,7 +371,13 @@ def _claim_sql(vendor: str, *, named: bool, reply: bool, unheard: str | None) ->
             candidates=candidates,
             returning_extra=f", {sender.format(column='p.name')} AS sender_name, "
             f"{sender.format(column='w.id')} AS sender_workspace_id, "
-            f"{sender.format(column='w.name')} AS sender_workspace_name",
+            f"{sender.format(column='w.name')} AS sender_workspace_name"
+            + (
+                f", {sender.format(column='p.access_mode')} AS sender_access_mode, "
+                f"{sender.format(column='p.created_by_id')} AS sender_created_by_id"
+                if sender_access
+                else ""
+            ),
         )
     # The sender's names by one join after the claim, not three subqueries in its
     # RETURNING: PostgreSQL plans every statement anew (the binding is the client's), and
@@ -372,7 +387,8 @@ def _claim_sql(vendor: str, *, named: bool, reply: bool, unheard: str | None) ->
     values = typed_placeholders(Activity, instead={"counterpart_id": "c.from_project_id"})
     return (
         f"WITH c AS ({claim}), a AS (INSERT INTO {activity_table} ({activity_columns}) "
-        f"SELECT {values} FROM c) SELECT c.*, p.name, w.id, w.name, {unheard or 'false'} "
+        f"SELECT {values} FROM c) SELECT c.*, p.name, w.id, w.name, "
+        f"{'p.access_mode, p.created_by_id, ' if sender_access else ''}{unheard or 'false'} "
         f"FROM c LEFT JOIN {projects} p ON p.id = c.from_project_id "
         f"LEFT JOIN {workspaces} w ON w.id = p.workspace_id"
     )

@@ -7,11 +7,12 @@ existence of a restricted project never leaks.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
+from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS, connection
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 
 from aimemory_site.lib.errors import Code, Forbidden, NotFound
 from aimemory_site.lib.principal import Principal
@@ -129,6 +130,8 @@ def projects_access(
         if row is None:
             raise project_not_found(workspace, project)
         candidate = _project_from_row(row)
+        # Its grant read with it: ``readable_as_loaded`` decides on this row with no query.
+        setattr(candidate, _CALLER_GRANT, row[6])
         _level_check(principal, candidate, project_level(principal, candidate, row[6]), need)
         found.append(candidate)
     return found
@@ -204,3 +207,47 @@ def readable_projects(principal: Principal) -> QuerySet[Project]:
     return projects.filter(
         Q(access_mode=Project.AccessMode.OPEN) | Q(created_by=user) | Q(has_grant)
     )
+
+
+def readable_among(principal: Principal, project_ids: Iterable[UUID]) -> set[UUID]:
+    """Which of ``project_ids`` ``principal`` may read, in one query (none when none given).
+
+    The rule by which every surface names another project, a message's sender above
+    all: one the caller may not read goes unnamed, as one that does not exist would.
+    """
+    wanted = set(project_ids)
+    if not wanted:
+        return set()
+    return set(readable_projects(principal).filter(pk__in=wanted).values_list("pk", flat=True))
+
+
+# What ``projects_with_grant`` annotates each row with: the caller's grant level, or None.
+_CALLER_GRANT = "caller_grant"
+
+
+def projects_with_grant(principal: Principal) -> QuerySet[Project]:
+    """Projects with their workspaces and, on each row, the caller's grant on it (as
+    ``projects_access`` reads it), so that ``readable_as_loaded`` decides whether
+    ``principal`` may read a row without a query of its own."""
+    projects = Project.objects.select_related("workspace")
+    user = principal.user
+    if principal.sees_everything or user is None:
+        return projects
+    grant = Grant.objects.filter(user=user, project=OuterRef("pk")).values("level")[:1]
+    return projects.annotate(**{_CALLER_GRANT: Subquery(grant)})
+
+
+def readable_as_loaded(principal: Principal, project: Project) -> bool | None:
+    """Whether ``principal`` may read ``project``, when that needs no query: always for
+    root, an anonymous server and a caller with no user; for a row read with the caller's
+    grant (``projects_with_grant``, ``projects_access``); for one whose access mode and
+    creator were read, when they let the caller in without a grant (an open project, or
+    the caller's own); else None (``readable_among`` then asks)."""
+    if principal.sees_everything or principal.user is None:
+        return project_level(principal, project, None) > Level.NONE
+    if hasattr(project, _CALLER_GRANT):
+        return project_level(principal, project, getattr(project, _CALLER_GRANT)) > Level.NONE
+    loaded = not {"access_mode", "created_by_id"} & project.get_deferred_fields()
+    if loaded and project_level(principal, project, None) > Level.NONE:
+        return True
+    return None

@@ -63,7 +63,8 @@ ERROR_CODES: dict[str, str] = {
     ),
     "unsupported_media_type": "a request body that is not `application/json`",
     "invalid_text": (
-        "a body that is not UTF-8, or a NUL or a lone surrogate anywhere in the request"
+        "a body, path or query that is not UTF-8, or a NUL or a lone surrogate anywhere in "
+        "the request"
     ),
     "invalid_arguments": "MCP: a tool's arguments are missing or of the wrong type",
     "request_line_too_long": "a request line over 4094 bytes",

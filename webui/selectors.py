@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict
@@ -21,12 +21,17 @@ from django.utils import timezone
 from aimemory_site.lib.errors import BadRequest, NotFound
 from aimemory_site.lib.limits import LIST_LIMIT_MAX, PAGE_LIST_LIMIT
 from aimemory_site.lib.principal import Principal
-from messaging.answer_selectors import decision_of, question_deadline, questions_waiting_on
+from messaging.answer_selectors import (
+    decision_answer_taken,
+    decision_of,
+    question_deadline,
+    questions_waiting_on,
+)
 from messaging.models import Message
 from messaging.payloads import decision_reply_payload
 from messaging.search import SearchHit, message_search, message_thread
 from messaging.selectors import message_pending_count, message_status, pending_count_expression
-from projects.access import readable_projects
+from projects.access import readable_among, readable_projects
 from projects.models import Activity, Page, Project
 from projects.page_selectors import pages_of
 
@@ -259,12 +264,14 @@ class ProjectPage:
 
 
 @dataclass(frozen=True)
-class ProjectMailbox:
-    """The live part of a project page (docs/operating.md#the-web-mailbox): its Mailbox section, as
-    empty for a project that is missing or unreadable as on the page itself."""
+class ProjectLiveRegions:
+    """The live parts of a project page (docs/operating.md#the-web-mailbox): its Mailbox and
+    its Recent Activity, as empty for a project that is missing or unreadable as on the
+    page itself."""
 
     name: ProjectName
     mailbox: Mailbox
+    activity: list[ActivityRow]
 
     @property
     def cli_list_limit(self) -> int:
@@ -424,13 +431,9 @@ def project_page(
         return _empty_page(ProjectName(workspace=workspace, project=project), nothing)
     messages = _mailbox_messages(found)
     total = message_pending_count(project=found)
-    activities = list(
-        Activity.objects.filter(project=found)
-        .select_related("counterpart__workspace")
-        .order_by("-created_at", "-id")[:RECENT_ACTIVITY_LIMIT]
-    )
+    activities = _recent_activity(found)
     # One query for the senders, the counterparts and the hits' other sides together.
-    readable = _readable_among(
+    readable = readable_among(
         principal,
         itertools.chain(
             (message.from_project_id for message in messages),
@@ -511,27 +514,50 @@ def _search_row(
     )
 
 
-def project_mailbox(principal: Principal, workspace: str, project: str) -> ProjectMailbox:
-    """The Mailbox that ``project_page`` shows for the same names and viewer.
+def project_live_regions(principal: Principal, workspace: str, project: str) -> ProjectLiveRegions:
+    """The Mailbox and the Recent Activity that ``project_page`` shows for the same names
+    and viewer, read as it reads them.
 
     A project that does not exist and one the viewer may not read give the same empty
-    mailbox, as on the page. Never changes a message.
+    regions, as on the page. Never changes a message.
     """
     found = _readable_project(principal, workspace, project)
     if found is None:
-        return ProjectMailbox(
+        return ProjectLiveRegions(
             name=ProjectName(workspace=workspace, project=project),
             mailbox=Mailbox(rows=[], total=0),
+            activity=[],
         )
     messages = _mailbox_messages(found)
     total = message_pending_count(project=found)
-    readable = _readable_among(principal, (message.from_project_id for message in messages))
-    return ProjectMailbox(name=_name_of(found), mailbox=_mailbox(messages, total, readable))
+    activities = _recent_activity(found)
+    # One query for the senders and the counterparts together, as on the page.
+    readable = readable_among(
+        principal,
+        itertools.chain(
+            (message.from_project_id for message in messages),
+            (entry.counterpart_id for entry in activities if entry.counterpart_id is not None),
+        ),
+    )
+    return ProjectLiveRegions(
+        name=_name_of(found),
+        mailbox=_mailbox(messages, total, readable),
+        activity=[_activity_row(entry, readable) for entry in activities],
+    )
 
 
 def _readable_project(principal: Principal, workspace: str, project: str) -> Project | None:
     """The named project if ``principal`` may read it; names match exactly (no alias)."""
     return readable_projects(principal).filter(workspace__name=workspace, name=project).first()
+
+
+def _recent_activity(project: Project) -> list[Activity]:
+    """The project's latest activity, newest first, with its counterparts: one query."""
+    return list(
+        Activity.objects.filter(project=project)
+        .select_related("counterpart__workspace")
+        .order_by("-created_at", "-id")[:RECENT_ACTIVITY_LIMIT]
+    )
 
 
 def _mailbox_messages(project: Project) -> list[Message]:
@@ -613,14 +639,6 @@ def page_view(principal: Principal, workspace: str, project: str, path: str) -> 
     return PageView(name=ProjectName(workspace=workspace, project=project), path=path, page=found)
 
 
-def _readable_among(principal: Principal, project_ids: Iterable[UUID]) -> set[UUID]:
-    """Which of ``project_ids`` the viewer may read, in one query (none when none given)."""
-    wanted = set(project_ids)
-    if not wanted:
-        return set()
-    return set(readable_projects(principal).filter(pk__in=wanted).values_list("pk", flat=True))
-
-
 def _activity_row(entry: Activity, readable: set[UUID]) -> ActivityRow:
     """Precondition: ``entry`` came with ``counterpart__workspace`` selected."""
     counterpart = entry.counterpart
@@ -640,6 +658,19 @@ def _activity_row(entry: Activity, readable: set[UUID]) -> ActivityRow:
 
 
 @dataclass(frozen=True)
+class TakenAnswer:
+    """The accepted answer the asker took, shown on a question's message page once the
+    question is no longer pending (docs/operating.md#the-web-mailbox)."""
+
+    option: str
+    comment: str  # the person's words, untrusted text, escaped like any; may be empty
+    by_user: str  # who answered (the reply's from_owner_user); empty when no person did
+    # The project it was sent from (the question's mailbox); None when the viewer may not read it.
+    mailbox: ProjectName | None
+    url: str  # the reply's message page, in the same project as the question's
+
+
+@dataclass(frozen=True)
 class MessagePage:
     """One message of a project, with its thread (docs/operating.md#the-web-mailbox): read-only."""
 
@@ -654,6 +685,8 @@ class MessagePage:
     thread: list[MessageLink]
     in_reply_to_url: str | None  # the page of the message this one answers, when shown
     decision_url: str | None  # the answer page of a question in this project's inbox
+    # For a question no longer pending (taken, withdrawn, expired), the answer the asker took.
+    answer: TakenAnswer | None = None
 
 
 def message_page(
@@ -678,7 +711,7 @@ def message_page(
     inbound = (message.to_project.workspace.name, message.to_project.name) == (workspace, project)
     here = message.to_project if inbound else message.from_project
     name = _name_of(here)
-    readable = _readable_among(
+    readable = readable_among(
         principal,
         itertools.chain(
             (message.from_project_id, message.to_project_id),
@@ -688,10 +721,11 @@ def message_page(
     now = timezone.now()
     links = [_message_link(entry, name, here.pk, readable, now) for entry in thread]
     shown = {link.id for link in links}
+    state = message.state_at(now)
     return MessagePage(
         name=name,
         message=message,
-        state=message.state_at(now),
+        state=state,
         sender=_name_of(message.from_project) if message.from_project_id in readable else None,
         recipient=_name_of(message.to_project) if message.to_project_id in readable else None,
         inbound=inbound,
@@ -702,4 +736,30 @@ def message_page(
         decision_url=reverse("webui:decision", args=[name.workspace, name.project, message.pk])
         if inbound and message.decision is not None
         else None,
+        answer=_taken_answer(message, name, readable)
+        if message.decision is not None and state != Message.State.PENDING
+        else None,
+    )
+
+
+def _taken_answer(question: Message, name: ProjectName, readable: set[UUID]) -> TakenAnswer | None:
+    """The answer to ``question`` that its asker took (``decision_answer_taken``: the same
+    one the answer page shows as ``answered``), as seen from the page of ``name``, one of
+    the question's two projects; None when no accepted answer was sent. One query.
+
+    The answer goes from the question's mailbox to the asker, so it is in the inbox or the
+    outbox of either project and its message page is in the same project as the question's.
+    Precondition: ``question`` is a question, with both projects and their workspaces, and
+    ``readable`` holds each of them the viewer may read.
+    """
+    mailbox = question.to_project
+    reply = decision_answer_taken(mailbox, question.pk)
+    if reply is None or reply.decision_reply is None:
+        return None
+    return TakenAnswer(
+        option=reply.decision_reply.get("option") or "",
+        comment=reply.decision_reply.get("comment") or "",
+        by_user=reply.from_owner_user,
+        mailbox=_name_of(mailbox) if mailbox.pk in readable else None,
+        url=name.message_url(reply.pk),
     )

@@ -31,7 +31,7 @@ from webui.selectors import (
     home_page,
     message_page,
     page_view,
-    project_mailbox,
+    project_live_regions,
     project_page,
 )
 
@@ -120,9 +120,10 @@ def home_live(request: HttpRequest, viewer: Principal) -> HttpResponse:
 def project_live(
     request: HttpRequest, viewer: Principal, workspace: str, project: str
 ) -> HttpResponse:
-    """The project page's Mailbox, as the page would render it now: the same empty one
-    for a project that does not exist and for one the viewer may not read."""
-    live = project_mailbox(viewer, workspace, project)
+    """The project page's Mailbox and Recent Activity, as the page would render them now:
+    the same empty ones for a project that does not exist and for one the viewer may not
+    read."""
+    live = project_live_regions(viewer, workspace, project)
     return _live_fragment(request, "webui/live_project.html", {"live": live})
 
 

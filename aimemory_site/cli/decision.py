@@ -39,7 +39,7 @@ from aimemory_site.cli.errors import CliError, UsageError
 from aimemory_site.cli.help_text import SubParsers, add_command, scope_help
 from aimemory_site.cli.messages import CANCEL_PATH, MESSAGES_PATH, POP_PATH
 from aimemory_site.cli.scope import Scope
-from aimemory_site.lib.limits import LIST_LIMIT_MAX, MESSAGE_BODY_MAX_CHARS, WAIT_SECONDS_MAX
+from aimemory_site.lib.limits import LIST_LIMIT_MAX, MESSAGE_BODY_MAX_CHARS, wait_seconds_clamp
 
 WAIT_TIMEOUT_DEFAULT_SECONDS = 600.0
 # Seconds past a question's deadline that a wait still waits for the asker's fallback
@@ -140,7 +140,7 @@ def oldest_reply(
 def server_wait_seconds(remaining: float) -> int:
     """How long the next pop asks the server to wait: what is left of the timeout, rounded
     up (a wait never gives up early), at most the server's longest wait."""
-    return max(0, min(WAIT_SECONDS_MAX, math.ceil(remaining)))
+    return wait_seconds_clamp(math.ceil(remaining))
 
 
 class WaitProgress:
@@ -280,25 +280,41 @@ def run_answer(args: argparse.Namespace) -> int:
             "Ask the asker to send the question again with the right reply_project."
         ) from exc
     reply_id: str = answer["message_id"]
-    print(reply_id)
-    refusal = _refusal_of(client, mailbox, reply_id)
-    if refusal is not None:
+    reply = _reply_of(client, mailbox, reply_id)
+    if args.json:
+        # What memory_decision_answer answers: the sent reply (docs/reference.md#cli).
+        print_json({"message_id": reply_id, "decision_reply": reply})
+    else:
+        asker = f"{workspace}/{project}"
+        said = format_answered(question_id, option, reply_id, asker, reply["accepted"])
+        print(terminal_safe(said))
+    if not reply["accepted"]:
         # Sent, like any message, but 'decision wait' will not take it: say so, and why.
+        refusal = terminal_safe(str(reply.get("refusal")))
         raise CliError(f"the reply was sent, but the asker will not take it: {refusal}")
     return 0
 
 
-def _refusal_of(client: ApiClient, mailbox: Scope, reply_id: str) -> str | None:
-    """Why the server did not accept the reply ``mailbox`` sent, as it decided at send;
-    None when it accepted it."""
+def format_answered(
+    question_id: str, option: str, reply_id: str, asker: str, accepted: bool = True
+) -> str:
+    """What ``decision answer`` sent: the question, the option, the reply and where it
+    went. A reply the server did not accept is sent, not an answer: the error line after
+    it says why."""
+    if not accepted:
+        return f"Sent reply {reply_id} to {asker} for decision {question_id}: {option}."
+    return f"Answered decision {question_id}: {option} (reply {reply_id} sent to {asker})."
+
+
+def _reply_of(client: ApiClient, mailbox: Scope, reply_id: str) -> dict[str, Any]:
+    """The ``decision_reply`` of the reply ``mailbox`` sent: whether the server accepted it
+    as the answer, as it decided at send, and if not why."""
     path = f"{MESSAGES_PATH}/{urllib.parse.quote(reply_id, safe='')}"
     status = client.get(path, {"workspace": mailbox.workspace, "project": mailbox.project})
     reply = status.get("decision_reply")
     if not isinstance(reply, dict) or not isinstance(reply.get("accepted"), bool):
         raise malformed(f"GET {path}", "decision_reply")
-    if reply["accepted"]:
-        return None
-    return terminal_safe(str(reply.get("refusal")))
+    return reply
 
 
 def _pop(
@@ -546,11 +562,13 @@ def add_parser(subparsers: SubParsers) -> None:
         paragraphs=[
             "Answer a pending decision question in the current project's inbox (the "
             "mailbox): sends 'decision-reply: ID' with the chosen option to the project "
-            "that asked, from the mailbox project, and prints the reply's id. Refuses an "
-            "option the question does not offer. Exits 1, saying why, when the server did "
-            "not accept the reply as an answer (a requires_root question answered by "
-            "someone who is not root): it was sent, but the asker will not take it. The "
-            "question stays pending: the asker withdraws it when it takes the answer.",
+            "that asked, from the mailbox project, and says what it sent: 'Answered "
+            "decision ID: OPTION (reply REPLY-ID sent to WS/PROJECT).' (--json: the reply's "
+            "message_id and decision_reply). Refuses an option the question does not "
+            "offer. Exits 1, saying why, when the server did not accept the reply as an "
+            "answer (a requires_root question answered by someone who is not root): it was "
+            "sent, but the asker will not take it. The question stays pending: the asker "
+            "withdraws it when it takes the answer.",
             scope_help(),
         ],
         examples=[
@@ -563,6 +581,9 @@ def add_parser(subparsers: SubParsers) -> None:
     answer.add_argument("--option", required=True, metavar="ID", help="the chosen option id")
     answer.add_argument("--comment", metavar="TEXT", help="free text for the asker")
     add_scope_flags(answer)
+    answer.add_argument(
+        "--json", action="store_true", help="print the reply's message_id and decision_reply"
+    )
     answer.set_defaults(handler=run_answer, command_parser=answer)
 
     wait = add_command(

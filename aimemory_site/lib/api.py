@@ -23,6 +23,7 @@ from aimemory_site.lib.limits import whole_number
 from aimemory_site.lib.names import NAME_MAX_CHARS
 from aimemory_site.lib.principal import Principal
 from aimemory_site.lib.scrubbing import INVISIBLE_CHARACTERS
+from aimemory_site.lib.wakeups import wait_seconds_parse
 
 
 class BodyIn(BaseModel):
@@ -41,12 +42,14 @@ class ErrorOut(Schema):
     code: str
 
 
-# Every route may answer these; each route adds its own (404, 409, ...).
+# Every route may answer these; each route adds its own (404, 409, ...). 414: the server
+# refuses a request line over its limit before Django sees it (docs/reference.md#limits-and-faults).
 COMMON_ERRORS: dict[int, type[Schema]] = {
     400: ErrorOut,
     401: ErrorOut,
     403: ErrorOut,
     413: ErrorOut,
+    414: ErrorOut,
     422: ErrorOut,
 }
 
@@ -162,6 +165,20 @@ class BearerAuth(HttpBearer):
 
     def authenticate(self, request: HttpRequest, token: str) -> Principal:  # pragma: no cover
         return self._authenticate_header(f"Bearer {token}", request.META.get("REMOTE_ADDR") or "")
+
+
+#: The response header of a call that may wait (a pop, a status, a session wait): the
+#: seconds it was given to wait, after the clamp to 0..60, so a client that asked for more
+#: learns it without a field the answer's JSON does not have
+#: (docs/reference.md#waiting-and-waking).
+WAIT_SECONDS_HEADER = "X-Memory-Wait-Seconds"
+
+
+def wait_said(response: HttpResponse, wait_seconds: object) -> HttpResponse:
+    """``response`` with ``WAIT_SECONDS_HEADER``: the request's ``wait_seconds`` as the
+    service it went to clamped it (``wait_seconds_parse``, the one rule)."""
+    response[WAIT_SECONDS_HEADER] = str(wait_seconds_parse(wait_seconds))
+    return response
 
 
 def principal_of(request: HttpRequest, *, access_confirms: bool = False) -> Principal:

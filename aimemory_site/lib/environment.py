@@ -125,7 +125,7 @@ ENVIRONMENT: tuple[EnvironmentVariable, ...] = (
         Reader.SERVER,
         "the address people reach this server at (`https://memory.example.com`): answer "
         "links and the answer page's URL in notifications and in `memory_decision_answer` "
-        "need it",
+        "need it; `issue_token` names it in its MCP example",
         "unset: notifications carry no links",
     ),
     EnvironmentVariable(

@@ -66,6 +66,13 @@ def limit_clamp(limit: int | None) -> int:
     return max(LIST_LIMIT_MIN, min(LIST_LIMIT_MAX, limit))
 
 
+def wait_seconds_clamp(seconds: int) -> int:
+    """Clamp a wait to 0..60 seconds, as every call that waits does; the API says the wait
+    used (docs/reference.md#waiting-and-waking), and the CLI says when it is not the one
+    asked for."""
+    return max(0, min(WAIT_SECONDS_MAX, seconds))
+
+
 def search_limit_clamp(limit: int | None) -> int:
     """Clamp a search limit to 1..100 (default 20), as ``limit_clamp`` clamps a list's."""
     if limit is None:

@@ -76,3 +76,14 @@ def bind_url(bind: str) -> str:
     if bind.startswith(("unix:", "fd://")):
         return bind
     return f"http://{bind}/"
+
+
+def own_url(public_url: str, bind: str) -> str | None:
+    """The base URL, without a trailing slash, clients reach this server at:
+    ``AI_MEMORY_PUBLIC_URL`` when it is set (docs/reference.md#environment-variables), else
+    the address it serves on (``AI_MEMORY_BIND``); None for a socket, which no URL names."""
+    if public_url:
+        return public_url.rstrip("/")
+    if bind.startswith(("unix:", "fd://")):
+        return None
+    return bind_url(bind).rstrip("/")

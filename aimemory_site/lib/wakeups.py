@@ -37,7 +37,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 from aimemory_site.lib import wait_caps
 from aimemory_site.lib.db_spares import connections_let_go
 from aimemory_site.lib.errors import BadRequest, Code, TooManyWaits
-from aimemory_site.lib.limits import WAIT_SECONDS_MAX, whole_number
+from aimemory_site.lib.limits import WAIT_SECONDS_MAX, wait_seconds_clamp, whole_number
 
 T = TypeVar("T")
 
@@ -77,7 +77,7 @@ def wait_seconds_parse(value: object) -> int:
             f"got {str(value)[:60]!r}",
             code=Code.INVALID_WAIT_SECONDS,
         )
-    return min(max(seconds, 0), WAIT_SECONDS_MAX)
+    return wait_seconds_clamp(seconds)
 
 
 def inbox_topic(project_id: object) -> str:

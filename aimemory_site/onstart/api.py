@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Router
 
-from aimemory_site.lib.api import NameText, errors, principal_of
+from aimemory_site.lib.api import NameText, errors, principal_of, wait_said
 from aimemory_site.lib.fetch_metadata import browser_marks_cross_site
 from aimemory_site.lib.wakeups import CLIENT_GONE
 from aimemory_site.onstart.schemas import (
@@ -49,7 +49,8 @@ def sessions_wait(request: HttpRequest, payload: SessionWaitIn) -> HttpResponse:
     """Wait until mail this session has not been told about is pending in the project, and
     announce it (counts and the inbox notice, never a body, never a pop); or answer when
     the time is up, or when a newer wait of the session supersedes this one. The session
-    id must be one this caller registered, else 404 ``session_not_found``."""
+    id must be one this caller registered, else 404 ``session_not_found``. The header
+    ``X-Memory-Wait-Seconds`` says the wait used, clamped to 0..60."""
     answer = session_wait(
         principal=principal_of(request),
         workspace=payload.workspace,
@@ -58,7 +59,7 @@ def sessions_wait(request: HttpRequest, payload: SessionWaitIn) -> HttpResponse:
         wait_seconds=payload.wait_seconds,
         client_gone=request.META.get(CLIENT_GONE),
     )
-    return JsonResponse(answer)
+    return wait_said(JsonResponse(answer), payload.wait_seconds)
 
 
 @router.get("/briefing", response={200: BriefingOut, **errors(404)}, tags=["messages"])

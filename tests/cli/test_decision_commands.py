@@ -22,7 +22,12 @@ import pytest
 from pytest_django.fixtures import Settings as SettingsWrapper
 from pytest_django.live_server_helper import LiveServer
 
-from aimemory_site.cli.decision import oldest_reply, option_arg, server_wait_seconds
+from aimemory_site.cli.decision import (
+    format_answered,
+    oldest_reply,
+    option_arg,
+    server_wait_seconds,
+)
 from aimemory_site.lib.decisions import decision_body_write, decision_subject
 from aimemory_site.lib.principal import Principal
 from messaging.answer_services import decision_answer
@@ -159,6 +164,15 @@ def test_importing_the_decision_commands_loads_no_django_and_no_yaml() -> None:
 # ---- pure parts -------------------------------------------------------------------------
 
 
+def test_a_reply_the_server_did_not_accept_is_said_sent_not_answered() -> None:
+    assert format_answered("q-1", "accept", "r-1", "default/project-a") == (
+        "Answered decision q-1: accept (reply r-1 sent to default/project-a)."
+    )
+    assert format_answered("q-1", "accept", "r-1", "default/project-a", accepted=False) == (
+        "Sent reply r-1 to default/project-a for decision q-1: accept."
+    )
+
+
 def test_an_option_description_may_hold_colons() -> None:
     option = option_arg("merge: Merge it : CI is green: 12:00 build")
 
@@ -229,10 +243,10 @@ def test_a_question_round_trips_between_two_projects(cli: RunCli, repos: tuple[P
     question_id = asked.strip()
     listed = json.loads(ok(cli("message", "list", "--json", cwd=repo_b)))["messages"]
 
-    reply_id = ok(
+    reply_id = json.loads(ok(
         cli("decision", "answer", question_id, "--option", "accept", "--comment",
-            "Accepting it.\nThe flake is written down.", cwd=repo_b)
-    ).strip()  # fmt: skip
+            "Accepting it.\nThe flake is written down.", "--json", cwd=repo_b)
+    ))["message_id"]  # fmt: skip
     reply = Message.objects.select_related("to_project", "from_project").get(id=reply_id)
     waited = cli("decision", "wait", question_id, "--timeout", "30", cwd=repo_a)
 
@@ -274,6 +288,38 @@ def test_a_question_round_trips_between_two_projects(cli: RunCli, repos: tuple[P
     assert pending_ids() == set()
     assert Message.objects.get(id=question_id).state == Message.State.CANCELLED
     assert Message.objects.get(id=reply_id).state == Message.State.CLAIMED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_answer_says_what_it_sent_and_json_prints_the_reply(
+    cli: RunCli, repos: tuple[Path, Path]
+) -> None:
+    repo_a, repo_b = repos
+    first_question = ok(cli(*ASK_B, cwd=repo_a)).strip()
+    second_question = ok(cli(*ASK_B, cwd=repo_a)).strip()
+
+    said = cli("decision", "answer", first_question, "--option", "accept", cwd=repo_b)
+    printed = cli("decision", "answer", second_question, "--option", "reject", "--comment",
+                  "Not yet.", "--json", cwd=repo_b)  # fmt: skip
+
+    [reply] = Message.objects.filter(in_reply_to=first_question)
+    assert (said.returncode, said.stderr) == (0, "")
+    assert said.stdout == (
+        f"Answered decision {first_question}: accept (reply {reply.pk} sent to default/project-a).\n"
+    )
+    assert printed.returncode == 0, printed.stderr
+    [json_reply] = Message.objects.filter(in_reply_to=second_question)
+    assert json.loads(printed.stdout) == {
+        "message_id": str(json_reply.pk),
+        "decision_reply": {
+            "question_id": second_question,
+            "option": "reject",
+            "comment": "Not yet.",
+            "accepted": True,
+            "refusal": None,
+            "via": "message",
+        },
+    }
 
 
 @pytest.mark.django_db(transaction=True)
@@ -331,9 +377,9 @@ def test_wait_takes_the_oldest_reply_and_leaves_later_ones_pending(
 ) -> None:
     repo_a, repo_b = repos
     question_id = ok(cli(*ASK_B, cwd=repo_a)).strip()
-    answer = ["decision", "answer", question_id, "--option"]
-    first_id = ok(cli(*answer, "reject", cwd=repo_b)).strip()
-    second_id = ok(cli(*answer, "accept", cwd=repo_b)).strip()
+    answer = ["decision", "answer", question_id, "--json", "--option"]
+    first_id = json.loads(ok(cli(*answer, "reject", cwd=repo_b)))["message_id"]
+    second_id = json.loads(ok(cli(*answer, "accept", cwd=repo_b)))["message_id"]
 
     waited = cli("decision", "wait", question_id, "--timeout", "30", cwd=repo_a)
 
@@ -581,8 +627,8 @@ def test_wait_ignores_forged_replies_and_takes_the_accepted_one(
     ]  # fmt: skip
     # bob is not root; charlie writes from a project the question never went to; and an
     # option the question does not offer.
-    not_root = cli("decision", "answer", question_id, "--option", "accept", cwd=repo_b,
-                   env=as_(bob.token))  # fmt: skip
+    not_root = cli("decision", "answer", question_id, "--option", "accept", "--json",
+                   cwd=repo_b, env=as_(bob.token))  # fmt: skip
     wrong_project = ok(cli(*reply_to_a, f"question_id: {question_id}\noption: accept",
                            cwd=repo_c, env=as_(charlie.token)))  # fmt: skip
     unknown_option = ok(cli(*reply_to_a, f"question_id: {question_id}\noption: maybe",
@@ -593,8 +639,9 @@ def test_wait_ignores_forged_replies_and_takes_the_accepted_one(
     too_early = cli("decision", "wait", question_id, "--timeout", "1.2", cwd=repo_a,
                     env=as_(auth_on))  # fmt: skip
     # Pending beside an accepted answer, a refused one is left alone.
-    not_root_again = cli("decision", "answer", question_id, "--option", "accept", cwd=repo_b,
-                         env=as_(bob.token)).stdout.strip()  # fmt: skip
+    again = cli("decision", "answer", question_id, "--option", "accept", "--json", cwd=repo_b,
+                env=as_(bob.token))  # fmt: skip
+    not_root_again = json.loads(again.stdout)["message_id"]
     ok(cli("decision", "answer", question_id, "--option", "reject", "--comment",
            "Hold it: QA is not done.", cwd=repo_b, env=as_(auth_on)))  # fmt: skip
     waited = cli("decision", "wait", question_id, "--timeout", "30", cwd=repo_a,
@@ -602,7 +649,8 @@ def test_wait_ignores_forged_replies_and_takes_the_accepted_one(
 
     # The non-root answer is sent, as any message is, and said not to count.
     assert not_root.returncode == 1
-    [not_root_id] = not_root.stdout.split()
+    not_root_id = json.loads(not_root.stdout)["message_id"]
+    assert json.loads(not_root.stdout)["decision_reply"]["accepted"] is False
     assert not_root.stderr == (
         "ai-memory: the reply was sent, but the asker will not take it: the question "
         "requires root, and this reply was not sent by root (the root token, a superuser, "
@@ -702,7 +750,10 @@ def test_wait_requiring_a_person_leaves_an_agents_answer_pending(
 ) -> None:
     repo_a, repo_b = repos
     question_id = ok(cli(*ASK_B, cwd=repo_a)).strip()
-    reply_id = ok(cli("decision", "answer", question_id, "--option", "reject", cwd=repo_b)).strip()
+    answered = ok(
+        cli("decision", "answer", question_id, "--option", "reject", "--json", cwd=repo_b)
+    )
+    reply_id = json.loads(answered)["message_id"]
 
     waited = cli("decision", "wait", question_id, "--timeout", "3", "--require-person",
                  cwd=repo_a)  # fmt: skip

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.utils import timezone
 from pytest_django.live_server_helper import LiveServer
 
 from aimemory_site.cli.common import terminal_safe
@@ -29,14 +30,18 @@ from aimemory_site.cli.messages import (
     format_popped,
     format_sent,
     message_age,
+    server_wait,
 )
 from aimemory_site.cli.scope import Scope
+from aimemory_site.lib.timestamps import rfc3339
+from messaging.models import Message
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 MakeRepo = Callable[[str], Path]
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SCOPE_B = Scope("default", "project-b")
+UNKNOWN_ID = "0190b1d8-0000-7000-8000-000000000000"
 
 
 def api_message(**fields: Any) -> dict[str, Any]:
@@ -339,6 +344,58 @@ def test_pop_and_status_wait_on_the_server(cli: RunCli, project_b: Path) -> None
     assert claimed.stdout.startswith(f"Message {reply_id}: claimed\n")
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_cancel_of_nothing_says_why(cli: RunCli, project_b: Path, make_repo: MakeRepo) -> None:
+    """Cancelled 0, and why: the message had expired, was claimed or cancelled already,
+    was sent to the project rather than by it, or is none of its own."""
+    repo_a = make_repo("project-a")
+    assert cli("hook", "session-start", cwd=repo_a, stdin='{"session_id": "a-1"}').returncode == 0
+    to_b = ["message", "send", "--to-workspace", "default", "--to-project", "project-b"]
+
+    def sent(*extra: str, cwd: Path = project_b) -> str:
+        message_id: str = json.loads(cli(*to_b, *extra, "--json", "hi", cwd=cwd).stdout)[
+            "message_id"
+        ]
+        return message_id
+
+    expired, claimed, cancelled, received = (
+        sent("--expires-in", "2h"),
+        sent(),
+        sent(),
+        sent(cwd=repo_a),
+    )
+    Message.objects.filter(pk=expired).update(expires_at=timezone.now() - timedelta(seconds=1))
+    cli("message", "pop", "--id", claimed, cwd=project_b)
+    cli("message", "cancel", "--id", cancelled, cwd=project_b)
+    stored = {str(m.pk): m for m in Message.objects.all()}
+
+    def cancel(*target: str) -> str:
+        result = cli("message", "cancel", *target, cwd=project_b)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    zero = "Cancelled 0 messages in default/project-b: "
+    assert cancel("--id", expired) == (
+        f"{zero}message {expired} had expired at {rfc3339(stored[expired].expires_at)}.\n"
+    )
+    assert cancel("--id", claimed) == (
+        f"{zero}message {claimed} was claimed already, at {rfc3339(stored[claimed].claimed_at)}.\n"
+    )
+    assert cancel("--id", cancelled) == (
+        f"{zero}message {cancelled} was cancelled already, at "
+        f"{rfc3339(stored[cancelled].cancelled_at)}.\n"
+    )
+    assert cancel("--id", received) == (
+        f"{zero}message {received} was sent to it by default/project-a, and only its sender "
+        "may cancel it.\n"
+    )
+    assert cancel("--id", UNKNOWN_ID) == f"{zero}it sent no message {UNKNOWN_ID}.\n"
+    assert cancel("--all") == f"{zero}none of the messages it sent is pending.\n"
+    assert json.loads(
+        cli("message", "cancel", "--id", expired, "--json", cwd=project_b).stdout
+    ) == {"cancelled": 0}
+
+
 def test_a_wait_that_is_no_number_is_an_argument_error(offline_cli: RunCli) -> None:
     result = offline_cli("message", "pop", "--wait", "soon")
 
@@ -346,10 +403,35 @@ def test_a_wait_that_is_no_number_is_an_argument_error(offline_cli: RunCli) -> N
     assert "argument --wait" in result.stderr
 
 
-@pytest.mark.parametrize(("given", "sent"), [("90", 60), ("-1", 0), ("15", 15)])
-def test_wait_is_clamped_like_the_server_clamps_it(given: str, sent: int) -> None:
-    assert build_parser().parse_args(["message", "pop", "--wait", given]).wait == sent
-    assert build_parser().parse_args(["message", "status", "ID", "--wait", given]).wait == sent
+@pytest.mark.parametrize(
+    ("given", "sent", "said"),
+    [
+        (90, 60, "ai-memory: --wait 90 is out of 0..60 seconds; waiting 60 s\n"),
+        (-1, 0, "ai-memory: --wait -1 is out of 0..60 seconds; waiting 0 s\n"),
+        (15, 15, ""),
+        (None, None, ""),
+    ],
+)
+def test_wait_is_clamped_like_the_server_clamps_it_and_said(
+    given: int | None, sent: int | None, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert server_wait(given) == sent
+    assert capsys.readouterr() == ("", said)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_wait_past_the_servers_longest_is_said_on_stderr(cli: RunCli, project_b: Path) -> None:
+    to_b = ["message", "send", "--to-workspace", "default", "--to-project", "project-b"]
+    message_id = cli(*to_b, "Which port?", cwd=project_b).stdout.split()[2]
+
+    popped = cli("message", "pop", "--id", message_id, "--wait", "61", cwd=project_b)
+    status = cli("message", "status", message_id, "--wait", "3600", "--json", cwd=project_b)
+
+    assert popped.returncode == 0, popped.stderr
+    assert popped.stdout.startswith(f"Popped message {message_id} for default/project-b.\n")
+    assert popped.stderr == "ai-memory: --wait 61 is out of 0..60 seconds; waiting 60 s\n"
+    assert json.loads(status.stdout)["state"] == "claimed"
+    assert status.stderr == "ai-memory: --wait 3600 is out of 0..60 seconds; waiting 60 s\n"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -502,10 +584,37 @@ def test_a_decision_shows_its_question_and_options_in_list_and_pop() -> None:
     listing = format_message_list([question], box="inbox", scope=SCOPE_B, now=NOW)
     popped = format_popped(question, "NOTICE")
 
-    assert "    decision: Accept the flake?\n" in listing
-    assert listing.endswith("      options: accept (recommended), reject; requires root")
+    assert listing.count("Accept the flake?") == 1  # the subject says it; not again
+    assert "  5 minutes ago  decision: Accept the flake?\n" in listing
+    assert listing.endswith("    options: accept (recommended), reject; requires root")
     notice_at = popped.index("NOTICE")
     assert popped.index("decision: Accept the flake?", notice_at) > notice_at  # after it
+
+
+@pytest.mark.parametrize(
+    "subject",
+    ["decision: Accept the flake on the export test with it writ…", "decision: Deploy now?"],
+    ids=["cut subject", "another question"],
+)
+def test_a_listed_decision_says_its_question_when_the_subject_does_not(subject: str) -> None:
+    """A subject cut at 200 characters, or one that asks something else than the body
+    (a hand-written question), does not stand for the question: the list says it."""
+    decision = {
+        "question": "Accept the flake on the export test with it written down?",
+        "requires_root": False,
+        "reply_project": "default/orchestrator",
+        "options": [{"id": "accept", "label": "Accept", "description": None}],
+        "details": None,
+        "links": [],
+    }
+    question = api_message(subject=subject, decision=decision)
+
+    listing = format_message_list([question], box="inbox", scope=SCOPE_B, now=NOW)
+
+    assert listing.endswith(
+        "    decision: Accept the flake on the export test with it written down?\n"
+        "      options: accept"
+    )
 
 
 def test_a_decision_reply_names_its_question_and_option() -> None:

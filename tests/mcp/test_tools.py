@@ -13,7 +13,7 @@ from aimemory_site.lib.decisions import (
 from aimemory_site.lib.mcp_tool import Tool, ToolCall
 from aimemory_site.lib.principal import Principal
 from aimemory_site.mcp import server
-from messaging import services
+from messaging import statements
 from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
 from projects.models import AgentSession, Project
@@ -301,7 +301,7 @@ def test_business_errors_are_tool_errors_with_the_services_message(
     assert bad_id == "message_id must be a full UUID, got '1234'"
     empty = mcp.tool_error("memory_message_send", {**SEND, "body": "   "})
     assert empty == "body must not be empty"
-    monkeypatch.setattr(services, "MAX_PENDING_PER_INBOX", 1)
+    monkeypatch.setattr(statements, "MAX_PENDING_PER_INBOX", 1)  # the bound the send runs
     _send(mcp)
     full = mcp.tool_error("memory_message_send", SEND)
     assert full.startswith("the inbox of default/project-b is full")

@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from aimemory_site.api import hooks_api
 from messaging.models import Message
 from messaging.notices import SECURITY_NOTICE
 from projects.models import Activity, Project
@@ -213,7 +214,8 @@ def test_openapi_lists_every_route_with_its_errors(api: ApiCall) -> None:
     status, schema = api("get", "/api/v1/openapi.json")
     assert status == 200
     paths = schema["paths"]
-    errors = {"400", "401", "403", "413", "422"}  # every route: bad input, auth, origin, size
+    # every route: bad input, auth, origin, size, a request line too long
+    errors = {"400", "401", "403", "413", "414", "422"}
     expected = {
         ("/api/v1/messages", "post"): {"201", "200", *errors, "404", "409", "415"},
         ("/api/v1/messages/{message_id}", "get"): {"200", *errors, "404"},
@@ -225,6 +227,27 @@ def test_openapi_lists_every_route_with_its_errors(api: ApiCall) -> None:
     }
     for (path, method), statuses in expected.items():
         assert set(paths[path][method]["responses"]) == statuses, (path, method)
+
+
+def test_openapi_lists_the_414_of_a_request_line_too_long_on_every_route(api: ApiCall) -> None:
+    """The server answers any route 414 ``request_line_too_long`` in the error shape
+    before Django reads the request; the documents say so, the hook route's too."""
+    status, schema = api("get", "/api/v1/openapi.json")
+    assert status == 200
+    documents = [schema, hooks_api.get_openapi_schema()]
+    operations = [
+        (path, method, operation)
+        for document in documents
+        for path, methods in document["paths"].items()
+        for method, operation in methods.items()
+    ]
+
+    assert ("/handoff", "get") in {(path, method) for path, method, _ in operations}
+    for path, method, operation in operations:
+        answer = {str(code): shape for code, shape in operation["responses"].items()}["414"]
+        assert answer["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/ErrorOut"
+        }, (path, method)
 
 
 def test_a_message_without_subject_or_owner_shows_null(

@@ -32,6 +32,7 @@ from tests.mcp.test_official_client import ok, with_client
 pytestmark = pytest.mark.django_db(transaction=True)
 
 POP = "/api/v1/messages/pop"
+WAIT_SECONDS_HEADER = "X-Memory-Wait-Seconds"
 
 
 @pytest.fixture
@@ -273,6 +274,26 @@ def test_the_services_refuse_a_wait_seconds_that_is_not_an_integer(value: object
 @pytest.mark.parametrize(("value", "clamped"), [(None, 0), (-3, 0), (0, 0), (7, 7), (3600, 60)])
 def test_wait_seconds_are_clamped_to_a_minute(value: int | None, clamped: int) -> None:
     assert wakeups.wait_seconds_parse(value) == clamped
+
+
+def test_the_answer_says_the_wait_it_used(http: httpx.Client, projects: Any) -> None:
+    """``X-Memory-Wait-Seconds``: the wait the call was given, after the clamp to 0..60,
+    so a client that asked for more learns it (docs/reference.md#waiting-and-waking)."""
+    message_id = _send(http)
+
+    popped = http.post(POP, json={**B, "message_id": message_id, "wait_seconds": 3600})
+    status = http.get(f"/api/v1/messages/{message_id}", params={**B, "wait_seconds": 61})
+    below = http.post(POP, json={**B, "wait_seconds": -5})
+    unasked = http.post(POP, json=B)
+
+    assert popped.status_code == 200, popped.text
+    assert popped.json()["message"]["id"] == message_id
+    assert popped.headers[WAIT_SECONDS_HEADER] == "60"
+    assert status.status_code == 200, status.text
+    assert status.headers[WAIT_SECONDS_HEADER] == "60"
+    assert below.json() == {"message": None}
+    assert below.headers[WAIT_SECONDS_HEADER] == "0"
+    assert unasked.headers[WAIT_SECONDS_HEADER] == "0"
 
 
 def test_a_send_wakes_a_pop_parked_by_the_official_mcp_client(

@@ -306,7 +306,7 @@ def test_openapi_documents_both_routes_with_their_errors(api: ApiCall) -> None:
     status, schema = api("get", "/api/v1/openapi.json")
     assert status == 200
     paths = schema["paths"]
-    statuses = {"200", "400", "401", "403", "413", "422", "404"}
+    statuses = {"200", "400", "401", "403", "413", "414", "422", "404"}
 
     assert set(paths[SEARCH]["get"]["responses"]) == statuses
     assert set(paths["/api/v1/messages/{message_id}/thread"]["get"]["responses"]) == statuses

@@ -105,6 +105,18 @@ def test_a_parked_wait_announces_new_mail_once(api: Api, parked: threading.Event
     assert api.wait("b-1") == (200, _told(1, 2))
 
 
+def test_the_answer_says_the_wait_it_used(api: Api) -> None:
+    """A wait over 60 s is clamped, and ``X-Memory-Wait-Seconds`` says to what
+    (docs/reference.md#waiting-and-waking)."""
+    api.start("b-1")
+    api.send()
+
+    response = api.client.post(WAIT, json={**B, "session_id": "b-1", "wait_seconds": 3600})
+
+    assert (response.status_code, response.json()) == (200, _told(1, 1))
+    assert response.headers["X-Memory-Wait-Seconds"] == "60"
+
+
 def test_each_session_is_told_for_itself(api: Api) -> None:
     api.start("b-1")
     api.start("b-2")

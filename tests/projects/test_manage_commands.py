@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
+from pytest_django.fixtures import Settings as SettingsWrapper
 
 from aimemory_site.lib.errors import Unauthorized
 from projects.auth import principal_from_authorization
@@ -118,6 +119,28 @@ def test_the_first_user_token_says_that_clients_now_need_a_token() -> None:
     assert "AI_MEMORY_AUTH_TOKEN" in warning
     assert "Authorization: Bearer <key>" in warning
     assert "--header" in warning
+
+
+@pytest.mark.parametrize(
+    ("public_url", "bind", "mcp_url"),
+    [
+        ("https://memory.example.com", "127.0.0.1:8000", "https://memory.example.com/mcp"),
+        ("", "0.0.0.0:9123", "http://0.0.0.0:9123/mcp"),
+        ("", "unix:/run/ai-memory.sock", "<server URL>/mcp"),
+    ],
+    ids=["public URL", "bind address", "unix socket"],
+)
+def test_the_first_tokens_mcp_example_names_the_servers_own_url(
+    settings: SettingsWrapper, public_url: str, bind: str, mcp_url: str
+) -> None:
+    """The address people reach the server at when it is set, else the serve address."""
+    settings.AI_MEMORY_PUBLIC_URL = public_url
+    settings.AI_MEMORY_BIND = bind
+
+    _, warning = _issue_token("erin", "--create-user")
+
+    assert f"ai-memory {mcp_url} --header" in warning
+    assert ("8000" in warning) == ("8000" in mcp_url)
 
 
 def test_a_token_on_a_server_with_a_root_token_says_nothing_of_authentication(

@@ -141,6 +141,8 @@ def test_a_send_in_one_worker_wakes_a_pop_parked_in_the_other(served: Served) ->
         popped = parked[-1].answer()
         assert time.monotonic() - sent_at < WAKE_SECONDS
         assert popped.json()["message"]["body"] == SEND["body"]
+        # The woken call's run again answers the wait it was given.
+        assert popped.headers["x-memory-wait-seconds"] == "30"
     finally:
         for connection in (sender, *parked):
             connection.close()

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, ViewportSize, expect
 from pytest_django.live_server_helper import LiveServer
 
 from aimemory_site.lib.decisions import decision_body_write, decision_subject
@@ -20,7 +20,7 @@ from messaging.models import Message
 from messaging.services import message_cancel, message_pop, message_send
 from projects.models import Grant, Project
 from tests.conftest import Persona, make_project
-from tests.decision_examples import question_send
+from tests.decision_examples import FLAKE_QUESTION, question_send
 from tests.webui.conftest import needs_chromium
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -256,6 +256,15 @@ def test_a_taken_answer_shows_what_was_answered_and_by_whom(
     expect(page.locator("#decision-form")).to_have_count(0)
     shoot(page, "web-decision-taken")
 
+    # The question's own page says the same, in the green of a decision taken.
+    page.goto(f"{live_server.url}/web/w/default/operator/messages/{question.pk}/")
+    pill = page.locator("#message-meta .badge")
+    expect(pill).to_have_text("answered")
+    expect(pill).to_have_css("color", "rgb(27, 74, 52)")
+    expect(page.locator("#message-answered .notice__title")).to_have_text("answered: reject")
+    expect(page.locator("#message-answer-comment")).to_have_text("Stabilise it first.")
+    shoot(page, "web-message-answered")
+
     other = browser.new_page()
     sign_in(other, live_server, "charlie")
     refused = other.goto(f"{live_server.url}{path}")
@@ -266,7 +275,7 @@ def test_a_taken_answer_shows_what_was_answered_and_by_whom(
 
 # A word no line can break, as the anonymous answer page's refusal names it.
 UNBROKEN = "AI_MEMORY_ALLOW_ANONYMOUS_ANSWERS=1"
-PHONE = {"width": 390, "height": 844}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 
 # The elements whose box reaches past the viewport's right edge, to name in a failure.
 WIDER_THAN_VIEWPORT = """() => [...document.querySelectorAll("body *")]
@@ -295,21 +304,27 @@ def test_on_a_phone_the_answer_page_wraps_an_unbroken_word(
     page = browser.new_page(viewport=PHONE)
     page.goto(f"{live_server.url}/web/w/default/operator/decisions/{anonymous_question.pk}/")
 
-    expect(page.locator("#decision-refusal")).to_contain_text(UNBROKEN)
-    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], (
-        page.evaluate(WIDER_THAN_VIEWPORT)
-    )
+    refusal = page.locator("#decision-refusal")
+    expect(refusal).to_contain_text(UNBROKEN)
+    assert refusal.evaluate("node => node.scrollWidth <= node.clientWidth")  # none spills out
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE["width"], page.evaluate(WIDER_THAN_VIEWPORT)
     shoot(page, "web-decision-phone-anonymous")
 
 
 def test_the_answer_page_shows_its_question_once(
     anonymous_question: Message, live_server: LiveServer, browser: Browser
 ) -> None:
-    question = "Accept the known-flake exception on the export test?"
     page = browser.new_page(viewport=PHONE)
     page.goto(f"{live_server.url}/web/w/default/operator/decisions/{anonymous_question.pk}/")
 
-    expect(page.get_by_role("heading", level=1)).to_have_text(question)
+    expect(page.get_by_role("heading", level=1)).to_have_text(FLAKE_QUESTION)
+    # Neither the subject's short form nor the raw body says it again, folded away or not.
     expect(page.get_by_text("Accept the known-flake exception")).to_have_count(1)
-    # Not even folded away: the page's markup names it once.
     assert page.content().count("Accept the known-flake exception") == 1
+    # The message as it was sent is one link away, on its own page.
+    page.get_by_role("link", name="The message as it was sent").click()
+    expect(page).to_have_url(
+        f"{live_server.url}/web/w/default/operator/messages/{anonymous_question.pk}/"
+    )
+    expect(page.locator("#message-body")).to_contain_text(f"question: {FLAKE_QUESTION}")

@@ -571,6 +571,18 @@ def test_a_taken_answer_shows_the_option_and_who_answered_to_a_reader(
     assert not has_form(html) and 'id="decision-refusal"' not in html
 
 
+def test_a_taken_answer_is_marked_answered_not_cancelled(
+    client: Client, mailbox: Project, alice: Persona, bob: Persona
+) -> None:
+    question = ask()
+    take(answer_by(alice.principal, question, "reject", "Not yet."), question)
+
+    meta = element(page(signed_in(client, bob), url(question)), "decision-meta")
+
+    assert '<span class="badge badge--answered">answered</span>' in meta
+    assert "cancelled" not in meta and "badge--state" not in meta
+
+
 def test_a_taken_answer_is_still_a_404_to_a_viewer_who_may_not_read_the_mailbox(
     client: Client, mailbox: Project, alice: Persona, charlie: Persona
 ) -> None:

@@ -61,14 +61,20 @@ def test_the_home_fragment_with_nothing_pending_has_empty_regions(
     assert all(text_of(markup) == "" for markup in regions.values())
 
 
-def test_the_project_fragment_is_the_pages_mailbox(client: Client, projects: list[Project]) -> None:
+def test_the_project_fragment_is_the_pages_mailbox_and_recent_activity(
+    client: Client, projects: list[Project]
+) -> None:
     for n in range(7):
         deliver("default/project-b", "default/project-a", subject=f"request {n}")
     regions = live_regions(page(client, B_LIVE))
-    assert list(regions) == ["mailbox"]
+    assert list(regions) == ["mailbox", "activity"]
     assert regions == live_regions(page(client, "/web/w/default/project-b/"))
     assert regions["mailbox"].count('class="message"') == 5
     assert "5 of 7 pending" in text_of(regions["mailbox"])
+    assert regions["activity"].count('class="activity__entry"') == 8
+    assert text_of(regions["activity"]).startswith(
+        "Recent Activity message received from default/project-a"
+    )
 
 
 def test_an_unchanged_state_answers_304_with_no_body(
@@ -112,9 +118,14 @@ def test_a_send_a_claim_and_a_cancel_each_change_the_fragment(
     after_cancel = live(client, B_LIVE)
     seen.append(after_cancel["ETag"])
     assert "No pending messages for this project." in text_of(after_cancel.content.decode())
-    assert len(set(seen[:3])) == 3
-    # Back where it started: the same markup, so the same ETag.
-    assert seen[3] == seen[0] == live(client, "/web/w/default/nothing-here/live/")["ETag"]
+    assert len(set(seen)) == 4
+    # The Mailbox is back where it started; Recent Activity keeps the receipts and the claim.
+    regions = live_regions(after_cancel.content.decode())
+    assert regions["mailbox"] == live_regions(page(client, "/web/w/default/quiet/live/"))["mailbox"]
+    assert regions["activity"].count('class="activity__entry"') == 4
+    assert text_of(regions["activity"]).startswith(
+        "Recent Activity message claimed from default/project-a"
+    )
 
 
 def test_reading_the_fragments_pops_and_cancels_nothing(

@@ -150,6 +150,32 @@ def test_the_mailbox_follows_a_send_and_a_cancel(
     no_csp_violations(page)
 
 
+def test_recent_activity_follows_a_send(
+    projects: None, live_server: LiveServer, browser: Browser
+) -> None:
+    page = watched(browser)
+    page.goto(f"{live_server.url}/web/w/default/web-api/")
+    activity = page.get_by_role("region", name="Recent Activity")
+    entries = activity.locator(".activity__entry")
+    expect(entries).to_have_count(1)
+    expect(entries.first.locator(".activity__kind")).to_have_text("project created")
+
+    send(live_server, "Add a /v1/export endpoint")
+    expect(entries).to_have_count(2, timeout=LIVE)
+    received = entries.first
+    expect(received.locator(".activity__kind")).to_have_text("message received")
+    expect(received.get_by_role("link", name="default/mobile-app")).to_have_attribute(
+        "href", "/web/w/default/mobile-app/"
+    )
+    # The Mailbox came with it, from the same poll; the sections kept their places.
+    expect(page.get_by_role("region", name="Mailbox").locator(".message")).to_have_count(1)
+    mailbox_box = page.get_by_role("region", name="Mailbox").bounding_box()
+    activity_box = activity.bounding_box()
+    assert mailbox_box is not None and activity_box is not None
+    assert mailbox_box["y"] < activity_box["y"]
+    no_csp_violations(page)
+
+
 @pytest.fixture
 def alpha(auth_on: str, alices_restricted: Project) -> Project:
     """alice's restricted default/alpha (bob reads it, charlie does not), and its sender

@@ -23,10 +23,12 @@ from django.utils import timezone
 
 from aimemory_site.lib.decisions import decision_body_write
 from aimemory_site.lib.principal import Principal
+from messaging.answer_services import decision_answer
 from messaging.models import Message
 from messaging.services import message_cancel, message_pop
-from projects.models import Project
+from projects.models import Grant, Project
 from tests.conftest import Persona, make_project
+from tests.decision_examples import question_send
 from tests.webui.conftest import deliver, element, page, section, text_of
 from webui.selectors import (
     MessageLink,
@@ -549,6 +551,107 @@ def test_an_anonymous_message_page_runs_a_fixed_number_of_queries(
     with django_assert_num_queries(MESSAGE_QUERIES_ANONYMOUS):
         html = page(client, message_url(first))
     assert text_of(element(html, "thread-count")) == "5 messages"
+
+
+# A question that was answered ---------------------------------------------------------------
+
+# The message page's queries, and one more for a question no longer pending: the answer
+# the asker took (messaging.answer_selectors.decision_answer_taken).
+ANSWERED_QUESTION_QUERIES_USER = MESSAGE_QUERIES_USER + 1
+
+
+@pytest.fixture
+def taken(auth_on: str, alice: Persona, bob: Persona) -> tuple[Message, Message]:
+    """alice answered a question in her mailbox default/operator with a comment, and the
+    asker default/orchestrator took the answer as ``decision wait`` does: popped the reply
+    and cancelled the question. bob reads the mailbox. Returns (question, reply)."""
+    operator = make_project(alice, "default", "operator", restricted=True)
+    make_project(alice, "default", "orchestrator", restricted=True)
+    Grant.objects.create(user=bob.user, project=operator, level=Grant.Level.READ)
+    question = question_send()
+    reply = decision_answer(
+        principal=alice.principal,
+        workspace="default",
+        project="operator",
+        question_id=question.pk,
+        option="reject",
+        comment=f"Stabilise it first.\n{XSS}",
+    ).message
+    message_pop(
+        principal=Principal.root(),
+        workspace="default",
+        project="orchestrator",
+        message_id=str(reply.pk),
+    )
+    message_cancel(
+        principal=Principal.root(),
+        workspace="default",
+        project="orchestrator",
+        message_id=str(question.pk),
+    )
+    return question, reply
+
+
+def test_an_answered_question_shows_its_answer_and_comment_not_a_cancelled_pill(
+    client: Client, taken: tuple[Message, Message], bob: Persona
+) -> None:
+    question, reply = taken
+    client.force_login(bob.user)
+
+    html = page(client, message_url(question, "default/operator"))
+
+    meta = element(html, "message-meta")
+    assert text_of(meta).startswith("answered in the inbox of default/operator")
+    assert "badge--state" not in meta
+    answered = element(html, "message-answered")
+    assert text_of(answered).startswith("answered: reject by alice from default/operator")
+    # The person's comment, escaped, with its line break kept (CSS).
+    assert f"Stabilise it first.\n{ESCAPED_XSS}" in element(html, "message-answer-comment")
+    assert XSS not in html
+    assert f'href="{message_url(reply, "default/operator")}"' in answered
+
+
+def test_the_askers_copy_of_an_answered_question_shows_the_answer_too(
+    client: Client, taken: tuple[Message, Message], alice: Persona
+) -> None:
+    question, _ = taken
+    client.force_login(alice.user)
+
+    html = page(client, message_url(question, "default/orchestrator"))
+
+    assert text_of(element(html, "message-meta")).startswith("answered in the outbox of")
+    assert text_of(element(html, "message-answered")).startswith("answered: reject by alice")
+
+
+def test_a_question_withdrawn_unanswered_is_still_shown_cancelled(
+    client: Client, taken: tuple[Message, Message], alice: Persona
+) -> None:
+    unanswered = question_send("Rename the export module?")
+    message_cancel(
+        principal=Principal.root(),
+        workspace="default",
+        project="orchestrator",
+        message_id=str(unanswered.pk),
+    )
+    client.force_login(alice.user)
+
+    html = page(client, message_url(unanswered, "default/operator"))
+
+    assert '<span class="badge badge--state">cancelled</span>' in element(html, "message-meta")
+    assert 'id="message-answered"' not in html
+
+
+def test_an_answered_question_page_runs_a_fixed_number_of_queries(
+    client: Client,
+    taken: tuple[Message, Message],
+    bob: Persona,
+    django_assert_num_queries: NumQueries,
+) -> None:
+    question, _ = taken
+    client.force_login(bob.user)
+    with django_assert_num_queries(ANSWERED_QUESTION_QUERIES_USER):
+        html = page(client, message_url(question, "default/operator"))
+    assert 'id="message-answered"' in html
 
 
 # Links to the message page ----------------------------------------------------------------

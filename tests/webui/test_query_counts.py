@@ -26,12 +26,13 @@ HOME_QUERIES_USER = 5
 PROJECT_QUERIES_ANONYMOUS = 7
 PROJECT_QUERIES_USER = 9
 # The live regions (docs/operating.md#the-web-mailbox): the home's are its queries, the first
-# without the latest activity; the Mailbox's are the project page's project, messages, count and
-# readable senders. A 304 costs the same: the digest is of the regions rendered.
+# without the latest activity; the project page's Mailbox and Recent Activity are its project,
+# messages, count, recent activity with counterparts and which senders and counterparts are
+# readable. A 304 costs the same: the digest is of the regions rendered.
 HOME_LIVE_QUERIES_ANONYMOUS = 2
 HOME_LIVE_QUERIES_USER = 5
-PROJECT_LIVE_QUERIES_ANONYMOUS = 5
-PROJECT_LIVE_QUERIES_USER = 7
+PROJECT_LIVE_QUERIES_ANONYMOUS = 6
+PROJECT_LIVE_QUERIES_USER = 8
 # A page: is auth on, then the page among the readable projects' pages (one query).
 PAGE_QUERIES_ANONYMOUS = 2
 PAGE_QUERIES_USER = 4
@@ -183,7 +184,7 @@ def test_home_live_regions_for_a_logged_in_user(
 
 
 @pytest.mark.parametrize("count", [1, 7])
-def test_project_live_mailbox_for_an_anonymous_server(
+def test_project_live_regions_for_an_anonymous_server(
     client: Client, db: None, django_assert_num_queries: NumQueries, count: int
 ) -> None:
     _mailbox_with(count)
@@ -194,10 +195,12 @@ def test_project_live_mailbox_for_an_anonymous_server(
         PROJECT_LIVE_QUERIES_ANONYMOUS,
     )
     assert regions.count('class="message"') == min(count, 5)
+    # Each receipt names its sender, and "project created" comes last.
+    assert regions.count('class="activity__entry"') == count + 1
 
 
 @pytest.mark.parametrize("count", [1, 7])
-def test_project_live_mailbox_for_a_logged_in_user(
+def test_project_live_regions_for_a_logged_in_user(
     client: Client, bob: Persona, django_assert_num_queries: NumQueries, count: int
 ) -> None:
     _mailbox_with(count)
@@ -206,3 +209,4 @@ def test_project_live_mailbox_for_a_logged_in_user(
         client, "/web/w/default/inbox/live/", django_assert_num_queries, PROJECT_LIVE_QUERIES_USER
     )
     assert regions.count('class="message"') == min(count, 5)
+    assert regions.count('class="activity__entry"') == count + 1

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from aimemory_site.lib.server_location import bind_url
+from aimemory_site.lib.server_location import own_url
 from projects.auth import auth_enabled
 from projects.services import api_token_issue
 
@@ -49,7 +49,10 @@ class Command(BaseCommand):
 
     def _say_authentication_turned_on(self) -> None:
         """On stderr: stdout is the key alone, for ``KEY=$(ai-memory manage issue_token ...)``."""
-        mcp_url = bind_url(settings.AI_MEMORY_BIND).rstrip("/") + "/mcp"
+        # The address people reach the server at, else its serve address: an example
+        # with another port than the server's own would send the admin astray.
+        base = own_url(settings.AI_MEMORY_PUBLIC_URL, settings.AI_MEMORY_BIND)
+        mcp_url = f"{base or '<server URL>'}/mcp"
         self.stderr.write(
             "Authentication is now on: this is the server's first token and "
             "AI_MEMORY_ROOT_TOKEN is not set, so every client must now send a token "

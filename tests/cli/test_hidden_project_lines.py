@@ -1,0 +1,63 @@
+"""The human output names a project the server left out (null: the caller may not read
+it) as the web does: "a project you cannot read" (docs/operating.md#projects-and-grants)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from aimemory_site.cli.messages import format_message_list, format_popped, format_status
+from aimemory_site.cli.scope import Scope
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+SCOPE_B = Scope("default", "project-b")
+HIDDEN_SENDER = dict.fromkeys(
+    ("from_workspace", "from_project", "from_workspace_id", "from_project_id")
+)
+HIDDEN_RECIPIENT = dict.fromkeys(("to_workspace", "to_project", "to_workspace_id", "to_project_id"))
+
+
+def api_message(**fields: Any) -> dict[str, Any]:
+    message = {
+        "id": "0190f3c2-7b1e-7000-8000-000000000001",
+        "state": "pending",
+        "to_workspace": "default",
+        "to_project": "project-b",
+        "to_workspace_id": "1",
+        "to_project_id": "2",
+        "from_workspace": "default",
+        "from_project": "project-a",
+        "from_workspace_id": "1",
+        "from_project_id": "3",
+        "from_agent": "claude",
+        "from_owner_user": None,
+        "subject": None,
+        "body": "Please add a /v1/export endpoint.",
+        "created_at": (NOW - timedelta(minutes=5)).isoformat(),
+        "claimed_at": None,
+    }
+    message.update(fields)
+    return message
+
+
+def test_a_hidden_sender_reads_as_a_project_you_cannot_read() -> None:
+    message = api_message(**HIDDEN_SENDER)
+
+    listed = format_message_list([message], box="inbox", scope=SCOPE_B, now=NOW)
+    popped = format_popped(message, "NOTICE")
+    status = format_status(message)
+
+    assert listed.splitlines()[-1] == "    from a project you cannot read"
+    assert "  from: a project you cannot read (agent: claude)" in popped.splitlines()
+    assert "  from: a project you cannot read (agent: claude)" in status.splitlines()
+    assert "None" not in listed + popped + status
+
+
+def test_a_hidden_recipient_reads_the_same_way() -> None:
+    message = api_message(**HIDDEN_RECIPIENT)
+
+    listed = format_message_list([message], box="outbox", scope=SCOPE_B, now=NOW)
+    status = format_status(message)
+
+    assert listed.splitlines()[-1] == "    to a project you cannot read"
+    assert "  to: a project you cannot read" in status.splitlines()
