@@ -3,41 +3,13 @@ it) as the web does: "a project you cannot read" (docs/operating.md#projects-and
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from typing import Any
-
 from aimemory_site.cli.messages import format_message_list, format_popped, format_status
-from aimemory_site.cli.scope import Scope
+from tests.cli.test_message_commands import NOW, SCOPE_B, api_message
 
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-SCOPE_B = Scope("default", "project-b")
 HIDDEN_SENDER = dict.fromkeys(
     ("from_workspace", "from_project", "from_workspace_id", "from_project_id")
 )
 HIDDEN_RECIPIENT = dict.fromkeys(("to_workspace", "to_project", "to_workspace_id", "to_project_id"))
-
-
-def api_message(**fields: Any) -> dict[str, Any]:
-    message = {
-        "id": "0190f3c2-7b1e-7000-8000-000000000001",
-        "state": "pending",
-        "to_workspace": "default",
-        "to_project": "project-b",
-        "to_workspace_id": "1",
-        "to_project_id": "2",
-        "from_workspace": "default",
-        "from_project": "project-a",
-        "from_workspace_id": "1",
-        "from_project_id": "3",
-        "from_agent": "claude",
-        "from_owner_user": None,
-        "subject": None,
-        "body": "Please add a /v1/export endpoint.",
-        "created_at": (NOW - timedelta(minutes=5)).isoformat(),
-        "claimed_at": None,
-    }
-    message.update(fields)
-    return message
 
 
 def test_a_hidden_sender_reads_as_a_project_you_cannot_read() -> None:
