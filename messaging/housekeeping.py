@@ -25,7 +25,7 @@ from django_tasks_db.models import DBTaskResult
 
 from messaging.notifications import deliveries_abandon
 from messaging.retention import housekeeping as retention_housekeeping
-from messaging.services import retry_ids_purge
+from messaging.retention import retry_ids_purge
 from messaging.tasks import wakes_requeue_overdue
 
 logger = logging.getLogger(__name__)

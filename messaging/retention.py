@@ -7,7 +7,8 @@ nothing here decides it. ``messages_expire`` only stores ``expired`` on the pend
 whose time has passed, in the background, so that they leave the inbox index and the
 partial ``message_expiring`` index instead of being stepped over by every claim and
 count. ``messages_purge`` deletes what ``AI_MEMORY_RETENTION_DAYS`` (or ``manage
-purge_messages``) no longer keeps. Both work in batches, each a short write transaction
+purge_messages``) no longer keeps; ``retry_ids_purge`` forgets send keys and pop
+request ids past their 24-hour window. Both work in batches, each a short write transaction
 of its own, with a pause between them on SQLite, whose one write lock every send and pop
 also waits for: a purge of a million rows never holds it for longer than a batch.
 """
@@ -223,3 +224,18 @@ def housekeeping() -> Purged | None:
         messages_expire()
         return None
     return messages_purge(older_than_days=days)
+
+
+def retry_ids_purge() -> tuple[int, int]:
+    """Forget send keys and pop request ids older than the retry window.
+
+    Returns (keys cleared, request ids deleted). Run by ``manage.py purge_retry_ids``
+    and by the server's housekeeping (``messaging.housekeeping``), off every request's
+    path.
+    """
+    cutoff = timezone.now() - RETRY_WINDOW
+    keys = Message.objects.filter(idempotency_key__isnull=False, created_at__lt=cutoff).update(
+        idempotency_key=None, idempotency_principal=None
+    )
+    requests, _ = PopRequest.objects.filter(created_at__lt=cutoff).delete()
+    return keys, requests

@@ -559,21 +559,6 @@ def _pop_of_request(
     return True, claimed
 
 
-def retry_ids_purge() -> tuple[int, int]:
-    """Forget send keys and pop request ids older than the retry window.
-
-    Returns (keys cleared, request ids deleted). Run by ``manage.py purge_retry_ids``
-    and by the server's housekeeping (``messaging.housekeeping``), off every request's
-    path.
-    """
-    cutoff = timezone.now() - RETRY_WINDOW
-    keys = Message.objects.filter(idempotency_key__isnull=False, created_at__lt=cutoff).update(
-        idempotency_key=None, idempotency_principal=None
-    )
-    requests, _ = PopRequest.objects.filter(created_at__lt=cutoff).delete()
-    return keys, requests
-
-
 def message_cancel(
     *,
     principal: Principal,

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from messaging.services import retry_ids_purge
+from messaging.retention import retry_ids_purge
 
 
 class Command(BaseCommand):
