@@ -231,6 +231,9 @@ _PLAUSIBLE: dict[str, st.SearchStrategy[Any]] = {
     "path": st.sampled_from(["notes", "_rules/style", "a/b.md", "..", "/x"]),
     "message_id": st.uuids().map(str) | st.sampled_from(["", "not-a-uuid"]),
     "in_reply_to": st.uuids().map(str),
+    # A positive wait on an empty inbox holds the call for up to 60 s; waiting has its own
+    # tests (tests/messaging/test_message_wait.py), and ``_no_wait`` keeps wild ones at 0.
+    "wait_seconds": st.sampled_from([0, -3]),
 }
 _PLAUSIBLE_BY_TYPE: dict[str, st.SearchStrategy[Any]] = {
     "string": _no_forbidden_text(300),
@@ -283,12 +286,22 @@ def caller(request: pytest.FixtureRequest, client: Client, projects: None) -> Cl
     return client
 
 
+def _no_wait(call: tuple[str, Any]) -> tuple[str, Any]:
+    """``call`` with a positive whole ``wait_seconds`` made 0: any other value still
+    tests the argument's checks, and no example parks."""
+    name, arguments = call
+    wait = arguments.get("wait_seconds") if isinstance(arguments, dict) else None
+    if isinstance(wait, int) and not isinstance(wait, bool) and wait > 0:
+        return name, {**arguments, "wait_seconds": 0}
+    return name, arguments
+
+
 @settings(FUZZ, max_examples=300)
 @given(call=tool_calls(), era=st.sampled_from(["handshake", "modern"]), request_id=json_values)
 def test_any_arguments_to_a_tool_get_a_tool_result(
     caller: Client, call: tuple[str, Any], era: str, request_id: Any
 ) -> None:
-    name, arguments = call
+    name, arguments = _no_wait(call)
     request_id = request_id if _is_request_id(request_id) else 1
     response = RawMcp(client=caller, era=era).request(
         "tools/call", {"name": name, "arguments": arguments}, request_id=request_id
