@@ -128,9 +128,7 @@ def _waiters_of(state: Path) -> list[int]:
     return found
 
 
-@pytest.fixture(autouse=True)
-def _no_waiter_outlives_its_test(state: Path) -> Iterator[None]:
-    yield
+def _waiters_kill(state: Path) -> None:
     for pid in _waiters_of(state):
         try:
             os.kill(pid, signal.SIGKILL)
@@ -138,10 +136,19 @@ def _no_waiter_outlives_its_test(state: Path) -> Iterator[None]:
             continue
 
 
+@pytest.fixture(autouse=True)
+def _no_waiter_outlives_its_test(state: Path) -> Iterator[None]:
+    yield
+    _waiters_kill(state)
+
+
 @pytest.fixture
-def served(live_server: LiveServer) -> Iterator[httpx.Client]:
+def served(live_server: LiveServer, state: Path) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=live_server.url, timeout=30) as client:
         yield client
+    # Before the test's database is emptied: a waiter still calling the server would
+    # write while the flush truncates (a deadlock on PostgreSQL).
+    _waiters_kill(state)
 
 
 @pytest.fixture
