@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict
@@ -429,25 +429,17 @@ def project_page(
     if found is None:
         nothing = SearchResults(query=query, rows=[], error=error) if query else None
         return _empty_page(ProjectName(workspace=workspace, project=project), nothing)
-    messages = _mailbox_messages(found)
-    total = message_pending_count(project=found)
-    activities = _recent_activity(found)
-    # One query for the senders, the counterparts and the hits' other sides together.
-    readable = readable_among(
-        principal,
-        itertools.chain(
-            (message.from_project_id for message in messages),
-            (entry.counterpart_id for entry in activities if entry.counterpart_id is not None),
-            (_other_side_id(hit.message, found.pk) for hit in hits),
-        ),
+    regions = _live_regions_read(
+        principal, found, (_other_side_id(hit.message, found.pk) for hit in hits)
     )
+    readable = regions.readable
     name = _name_of(found)
     now = timezone.now()
     rows = [_search_row(hit, query, name, found.pk, readable, now) for hit in hits]
     return ProjectPage(
         name=name,
-        mailbox=_mailbox(messages, total, readable),
-        activity=[_activity_row(entry, readable) for entry in activities],
+        mailbox=_mailbox(regions.messages, regions.total, readable),
+        activity=[_activity_row(entry, readable) for entry in regions.activities],
         pages=_page_list(found),
         search=SearchResults(query=query, rows=rows, error=error) if query else None,
     )
@@ -514,6 +506,33 @@ def _search_row(
     )
 
 
+@dataclass(frozen=True)
+class _LiveRegionsRead:
+    messages: list[Message]
+    total: int
+    activities: list[Activity]
+    readable: set[UUID]
+
+
+def _live_regions_read(
+    principal: Principal, found: Project, others: Iterable[UUID] = ()
+) -> _LiveRegionsRead:
+    """What the Mailbox and Recent Activity of ``found`` show, for the page and its live
+    fragment alike, and which of their projects (and of ``others``) the viewer may read:
+    one query for the senders, the counterparts and the others together."""
+    messages = _mailbox_messages(found)
+    activities = _recent_activity(found)
+    readable = readable_among(
+        principal,
+        itertools.chain(
+            (message.from_project_id for message in messages),
+            (entry.counterpart_id for entry in activities if entry.counterpart_id is not None),
+            others,
+        ),
+    )
+    return _LiveRegionsRead(messages, message_pending_count(project=found), activities, readable)
+
+
 def project_live_regions(principal: Principal, workspace: str, project: str) -> ProjectLiveRegions:
     """The Mailbox and the Recent Activity that ``project_page`` shows for the same names
     and viewer, read as it reads them.
@@ -528,21 +547,11 @@ def project_live_regions(principal: Principal, workspace: str, project: str) -> 
             mailbox=Mailbox(rows=[], total=0),
             activity=[],
         )
-    messages = _mailbox_messages(found)
-    total = message_pending_count(project=found)
-    activities = _recent_activity(found)
-    # One query for the senders and the counterparts together, as on the page.
-    readable = readable_among(
-        principal,
-        itertools.chain(
-            (message.from_project_id for message in messages),
-            (entry.counterpart_id for entry in activities if entry.counterpart_id is not None),
-        ),
-    )
+    regions = _live_regions_read(principal, found)
     return ProjectLiveRegions(
         name=_name_of(found),
-        mailbox=_mailbox(messages, total, readable),
-        activity=[_activity_row(entry, readable) for entry in activities],
+        mailbox=_mailbox(regions.messages, regions.total, regions.readable),
+        activity=[_activity_row(entry, regions.readable) for entry in regions.activities],
     )
 
 
