@@ -126,6 +126,23 @@ def kill(pids: Iterable[int]) -> None:
             continue
 
 
+# How soon a waiter must end once the client that ran its hook was killed (docs/agents.md).
+WAITER_GONE_WITHIN_SECONDS = 5.0
+
+
+def kill_then_no_waiter(run: str, clients: list[int]) -> None:
+    """SIGKILL ``clients`` (at least one) and fail unless every waiter of run ``run`` has
+    ended within ``WAITER_GONE_WITHIN_SECONDS``."""
+    assert clients
+    kill(clients)
+    killed = time.monotonic()
+    wait_until(
+        lambda: not waiters(run),
+        "every waiter ended",
+        WAITER_GONE_WITHIN_SECONDS - (time.monotonic() - killed),
+    )
+
+
 def kill_marked(run: str, deadline_s: float = 30) -> list[Process]:
     """SIGKILL every process of run ``run`` until none is left; return those it found."""
     killed: list[Process] = []

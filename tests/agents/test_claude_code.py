@@ -25,10 +25,9 @@ from tests.agents.harness import (
     Server,
     Tmux,
     is_claude,
-    kill,
+    kill_then_no_waiter,
     marked,
     start_idle_claude,
-    wait_until,
     waiters,
 )
 from tests.agents.standin import StandIn
@@ -37,7 +36,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.agents]
 
 WAKE_WITHIN_SECONDS = 3.0
 PRINT_MODE_ENDS_WITHIN_SECONDS = 5.0
-WAITER_GONE_WITHIN_SECONDS = 5.0
 
 
 def notice(repo: Repo) -> str:
@@ -104,15 +102,7 @@ def test_a_killed_claude_code_leaves_no_waiter_after_5_seconds(
     start_idle_claude(claude, agents, repo, tmux, server.port, standin)
 
     clients = [process.pid for process in marked(agents.run) if is_claude(process)]
-    assert clients
-    kill(clients)
-    killed = time.monotonic()
-
-    wait_until(
-        lambda: not waiters(agents.run),
-        "every hook wait ended",
-        WAITER_GONE_WITHIN_SECONDS - (time.monotonic() - killed),
-    )
+    kill_then_no_waiter(agents.run, clients)
 
 
 def test_the_session_start_hook_init_wrote_tells_the_model_of_waiting_mail(

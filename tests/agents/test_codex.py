@@ -8,7 +8,6 @@ and a live server (docs/agents.md#codex-woken-by-mail).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -22,17 +21,13 @@ from tests.agents.harness import (
     Tmux,
     codex_thread,
     is_codex,
-    kill,
+    kill_then_no_waiter,
     marked,
     start_idle_codex,
-    wait_until,
-    waiters,
 )
 from tests.agents.standin import StandIn
 
 pytestmark = [pytest.mark.slow, pytest.mark.agents]
-
-WAITER_GONE_WITHIN_SECONDS = 5.0
 
 
 def test_mail_wakes_an_idle_interactive_session_through_codex_queue(
@@ -68,15 +63,7 @@ def test_a_killed_codex_leaves_no_waiter_after_5_seconds(
     # Every process of the client: its launcher, its TUI and the app-server daemon that
     # ran the hooks (and would outlive the TUI).
     clients = [process.pid for process in marked(agents.run) if is_codex(process)]
-    assert clients
-    kill(clients)
-    killed = time.monotonic()
-
-    wait_until(
-        lambda: not waiters(agents.run),
-        "every waiter ended",
-        WAITER_GONE_WITHIN_SECONDS - (time.monotonic() - killed),
-    )
+    kill_then_no_waiter(agents.run, clients)
 
 
 @pytest.mark.xfail(
@@ -101,12 +88,4 @@ def test_a_killed_codex_tui_leaves_no_waiter_after_5_seconds(
         for process in marked(agents.run)
         if is_codex(process) and "app-server" not in process.arguments
     ]
-    assert clients
-    kill(clients)
-    killed = time.monotonic()
-
-    wait_until(
-        lambda: not waiters(agents.run),
-        "every waiter ended",
-        WAITER_GONE_WITHIN_SECONDS - (time.monotonic() - killed),
-    )
+    kill_then_no_waiter(agents.run, clients)
