@@ -7,7 +7,8 @@ worktree of its own, started as ``ai-memory serve`` starts), and short wrk runs 
 between them, A then B, then B then A; the medians of each and the per-pair ratios are
 printed, and the CPU time the server's processes used per request, which drifts less
 than the rates (the servers' idle work counts too). ``AB_ROUNDS`` (6), ``AB_SECONDS`` (3)
-and ``AB_CLIENTS`` (8) set the loads.
+and ``AB_CLIENTS`` (8) set the loads; ``AB_LOADS`` which are compared (also ``list`` and
+``web``, a stocked inbox's list and project page).
 Not part of ``make bench``: it answers "did this change help", not "how fast is it".
 """
 
@@ -29,11 +30,19 @@ SECONDS = float(os.environ.get("AB_SECONDS", "3"))
 CLIENTS = int(os.environ.get("AB_CLIENTS", "8"))
 DATABASE = os.environ.get("AB_DATABASE", "sqlite")
 TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
-LOADS = {
+ALL_LOADS = {
     "floor": ("get.lua", {"BENCH_PATH": "/healthz"}),
     "send": ("send.lua", {"BENCH_SINKS": str(SINKS)}),
     "pop": ("pop.lua", {"BENCH_SINKS": str(STOCKED)}),
+    # A stocked inbox (100 pending): its list, and its web project page (Mailbox and
+    # Recent Activity).
+    "list": ("get.lua", {"BENCH_PATH": "/api/v1/messages?workspace=bench&project=stock-1"}),
+    "web": ("get.lua", {"BENCH_PATH": "/web/w/bench/stock-1/"}),
 }
+# ``AB_LOADS`` (comma-separated, of ``ALL_LOADS``): the loads compared; default the floor,
+# send and pop.
+LOADS = {name: ALL_LOADS[name] for name in os.environ.get("AB_LOADS", "floor,send,pop").split(",")}
+STOCKED_LOADS = {"pop", "list", "web"}
 
 
 def _server(revision: str, workdir: Path, database_url: str | None) -> Server:
@@ -78,7 +87,7 @@ def main() -> None:
             order = (0, 1) if n % 2 == 0 else (1, 0)
             for load, (script, env) in LOADS.items():
                 for i in order:
-                    if load == "pop":
+                    if load in STOCKED_LOADS:
                         servers[i].seed("stock", STOCKED, 100)
                     ticks = servers[i].cpu_ticks()
                     run = wrk(servers[i].base, script, CLIENTS, SECONDS, **env)
