@@ -1,5 +1,6 @@
 """How many calls are parked, per host and per caller, and the caps on them
-(docs/serving.md#caps).
+(docs/serving.md#caps); and which process of the host wakes a claimer for a publication
+(docs/serving.md#one-wake-per-message).
 
 A parked call costs the host a connection and some memory, so ``AI_MEMORY_MAX_WAITS``
 bounds the host and ``AI_MEMORY_MAX_WAITS_PER_CALLER`` each caller: a call that would pass
@@ -15,6 +16,10 @@ digest: callers (how many waits each holds) and places (how many waits hold a pl
 that only one may hold, e.g. one session's wait: a newer wait of the same session takes
 its older one's place, and counts once while both are there). Removal shifts entries
 back, so the tables need no tombstones and never fill with the dead.
+
+The same memory holds the host's claimer wakes: a publication reaches every process with
+a call parked on its topic, and one message can be claimed once, so the first process
+to ask wakes its claimer and the others do not (``claimer_wake_take``).
 
 This module imports no Django: gunicorn's master imports it before any worker patches
 the standard library.
@@ -40,6 +45,10 @@ RETRY_AFTER_SECONDS = 5
 
 _ENTRY = struct.Struct("<QI4x")  # key digest (0: empty), count
 _HEADER = struct.Struct("<I")  # waits parked on the host
+#: Slots of the claimer wakes (``WaitCounts.claimer_wake_take``), a topic's by its digest.
+#: Two topics that share a slot cost at most a wake too many, never a wake too few.
+CLAIMER_WAKE_SLOTS = 4096
+_MARK = struct.Struct("<Q")  # the (topic, publication) whose claimer was woken last
 
 
 class CapReached(Exception):
@@ -138,7 +147,8 @@ class WaitCounts:
         self.caller_limit = caller_limit
         # Each table is at most half full: every entry holds a parked call.
         entries = 2 * max(host_limit, 1) + 1
-        size = _HEADER.size + 2 * entries * _ENTRY.size
+        self._marks_at = _HEADER.size + 2 * entries * _ENTRY.size
+        size = self._marks_at + CLAIMER_WAKE_SLOTS * _MARK.size
         self._memory = mmap.mmap(-1, size, flags=mmap.MAP_SHARED)
         self._callers = _Table(self._memory, _HEADER.size, entries)
         self._places = _Table(self._memory, _HEADER.size + entries * _ENTRY.size, entries)
@@ -201,6 +211,25 @@ class WaitCounts:
             host = int(_HEADER.unpack_from(self._memory, 0)[0])
             _HEADER.pack_into(self._memory, 0, max(0, host - 1))
             self._callers.add(_digest(caller), -1)
+
+    def claimer_wake_take(self, topic: str, publication: int) -> bool:
+        """Whether this process wakes a claimer of ``topic`` for ``publication`` (a number
+        the publisher drew for it, the same in every process that receives it): True
+        for the first process of the host that asks, False for every later one.
+
+        Ask only with a claimer at hand to wake: a process that takes the wake and wakes
+        no one loses it for the host. Each slot remembers the last (topic, publication)
+        taken, so a later process asking for that one is refused; two topics sharing a
+        slot can only make a later process find another pair there and wake its claimer
+        as well."""
+        key = _digest(topic)
+        mark = (key + publication) % (1 << 64) or 1
+        at = self._marks_at + (key % CLAIMER_WAKE_SLOTS) * _MARK.size
+        with self._locked():
+            if _MARK.unpack_from(self._memory, at)[0] == mark:
+                return False
+            _MARK.pack_into(self._memory, at, mark)
+            return True
 
 
 _counts: WaitCounts | None = None

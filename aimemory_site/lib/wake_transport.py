@@ -9,7 +9,8 @@ had waited kept receiving, every publication cost every process).
 - **PostgreSQL** (any number of hosts on one database): ``LISTEN``/``NOTIFY`` on two
   connections of the process's own, served by a daemon thread, on ``WAKE_CHANNELS``
   channels, each topic on one of them by its digest (``wake_channel``). A publication is
-  one ``pg_notify`` statement on the publisher (its payload is the topic), sent by the
+  one ``pg_notify`` statement on the publisher (its payload is the publication's number
+  and the topic, ``publication_payload``), sent by the
   publishing thread after its write committed, whose answer is read before the next
   statement. A call that waits has its topics' channels ``LISTEN``ed on the listener
   before its first look; the thread hands each notification to ``wakeups.wake_deliver``
@@ -28,7 +29,7 @@ had waited kept receiving, every publication cost every process).
   ``<data dir>/wake/``, bound under a hidden name, and linked into a directory per topic
   (``wake/<topic digest>/<pid>.sock``) while a call of the process waits on that topic.
   A publisher lists the directory of each topic it publishes and sends one datagram (the
-  topics, as JSON) to each process found there: a listing and a ``sendto`` each, none at
+  publication's number and the topics, as JSON) to each process found there: a listing and a ``sendto`` each, none at
   all for a topic no one waits on, no database involved, delivered in well under a
   millisecond. (With one directory for all, every send reached every process with a
   parked call, and its receiver thread woke and took the GIL for nothing: sends at 0.88
@@ -51,6 +52,7 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
@@ -160,10 +162,11 @@ class _PostgresTransport:
         self._listener_lock = threading.Lock()
         self._listener: Any = None  # the listener, set by the thread while it works
         self._pid: int | None = None
-        self._pending: set[str] = set()
+        # Topic -> the number of its publication queued last.
+        self._pending: dict[str, int | None] = {}
         # The topics of the publication sent last whose answer has not been read (held
         # with the publisher's lock): queued again if it turns out to have failed.
-        self._unanswered: frozenset[str] = frozenset()
+        self._unanswered: dict[str, int | None] = {}
         self._poke_read = self._poke_write = -1
         # Channel -> how many calls of the process wait on it (held with the lock).
         self._wanted: dict[str, int] = {}
@@ -174,31 +177,33 @@ class _PostgresTransport:
         self._thread: threading.Thread | None = None
         self.connects = 0  # how many times the thread has connected
 
-    def send(self, topics: frozenset[str]) -> None:
-        """NOTIFY ``topics`` now, or queue them for the thread if the publisher is down.
+    def send(self, topics: frozenset[str], publication: int | None = None) -> None:
+        """NOTIFY ``topics`` of ``publication`` now, or queue them for the thread if the
+        publisher is down.
 
         The statement is sent, not waited for: its answer is read before the
         connection's next statement, and if it failed, its topics are queued again for
         the reconnected thread. Waiting for it cost every send and pop a round trip."""
         with self._lock:
             self._started()
+        published: dict[str, int | None] = dict.fromkeys(topics, publication)
         with self._conn_lock:
             conn = self._conn
             if conn is not None:
                 try:
                     _answer_read(conn)  # the previous publication's, long arrived
-                    self._unanswered = frozenset()
-                    _send_on(conn, *_notify_statement(topics))
-                    self._unanswered = topics
+                    self._unanswered = {}
+                    _send_on(conn, *_notify_statement(published))
+                    self._unanswered = published
                     return
                 except Exception:
                     logger.info("a wake-up could not be sent; reconnecting", exc_info=True)
                     self._conn = None  # the thread, poked below, connects again
-                    topics |= self._unanswered
-                    self._unanswered = frozenset()
+                    published = self._unanswered | published
+                    self._unanswered = {}
         with self._lock:
             if len(self._pending) < MAX_QUEUED_TOPICS:
-                self._pending |= topics
+                self._pending |= published
         self._poke()
 
     def listen(self, topics: frozenset[str]) -> None:
@@ -260,7 +265,7 @@ class _PostgresTransport:
             return
         self._pid = os.getpid()
         self._conn = self._listener = None
-        self._pending = set()
+        self._pending = {}
         self._conn_lock, self._listener_lock = threading.Lock(), threading.Lock()
         self._poke_read, self._poke_write = os.pipe()
         os.set_blocking(self._poke_read, False)
@@ -274,10 +279,10 @@ class _PostgresTransport:
         with contextlib.suppress(BlockingIOError):  # the pipe is full: the thread is due
             os.write(self._poke_write, b"\0")
 
-    def _taken(self) -> set[str]:
+    def _taken(self) -> dict[str, int | None]:
         with self._lock:
-            topics, self._pending = self._pending, set()
-        return topics
+            published, self._pending = self._pending, {}
+        return published
 
     def _run(self) -> None:
         params = _listener_params()
@@ -332,7 +337,7 @@ class _PostgresTransport:
             with self._conn_lock:
                 if self._conn is conn:
                     self._conn = None
-                    lost, self._unanswered = self._unanswered, frozenset()
+                    lost, self._unanswered = self._unanswered, {}
                     with self._lock:
                         self._pending |= lost
                 conn.finish()
@@ -367,10 +372,10 @@ class _PostgresTransport:
                 _deliver_queued(listener)
             # Either statement reads the last publication's answer first: one that
             # failed is queued again (the publisher is then found broken and remade).
-            topics = self._taken()
-            if topics:
+            published = self._taken()
+            if published:
                 with self._conn_lock:
-                    self._statement_run(conn, *_notify_statement(topics))
+                    self._statement_run(conn, *_notify_statement(published))
             elif beat:
                 with self._conn_lock:
                     self._statement_run(conn, b"SELECT 1")
@@ -385,14 +390,15 @@ class _PostgresTransport:
         """``_run_on`` on the publisher, which reads the last publication's answer too.
         Called with the publisher's lock held."""
         _run_on(conn, sql, params)
-        self._unanswered = frozenset()
+        self._unanswered = {}
 
 
 def _deliver_queued(conn: Any) -> None:
     """Hand on the notifications libpq has read (during a statement, too: the socket
     will not show those to the thread's poll)."""
     while (notify := conn.notifies()) is not None:
-        wakeups.wake_deliver([notify.extra.decode()])
+        topic, publication = publication_parse(notify.extra.decode())
+        wakeups.wake_deliver([topic], publication)
 
 
 def _connect(conninfo: bytes) -> Any:
@@ -425,12 +431,31 @@ def _connect(conninfo: bytes) -> Any:
             raise OperationalError(f"no connection to the database within {CONNECT_SECONDS} s")
 
 
-def _notify_statement(topics: AbstractSet[str]) -> tuple[bytes, list[bytes]]:
-    """``SELECT pg_notify($1, $2), pg_notify($3, $4), ...`` of ``topics`` (each on its
-    channel), and its parameters."""
-    calls = ", ".join(f"pg_notify(${n}, ${n + 1})" for n in range(1, 2 * len(topics), 2))
-    params = [part.encode() for topic in topics for part in (wake_channel(topic), topic)]
+def _notify_statement(published: Mapping[str, int | None]) -> tuple[bytes, list[bytes]]:
+    """``SELECT pg_notify($1, $2), pg_notify($3, $4), ...`` of the ``published`` topics
+    (each on its channel, with ``publication_payload`` of its publication's number), and
+    its parameters."""
+    calls = ", ".join(f"pg_notify(${n}, ${n + 1})" for n in range(1, 2 * len(published), 2))
+    params = [
+        part.encode()
+        for topic, publication in published.items()
+        for part in (wake_channel(topic), publication_payload(topic, publication))
+    ]
     return f"SELECT {calls}".encode(), params
+
+
+def publication_payload(topic: str, publication: int | None) -> str:
+    """A notification's payload: ``"<publication> <topic>"``, or the topic alone for a
+    publication without a number (no topic begins with a digit)."""
+    return topic if publication is None else f"{publication} {topic}"
+
+
+def publication_parse(payload: str) -> tuple[str, int | None]:
+    """The topic and publication number of a ``publication_payload``."""
+    number, space, topic = payload.partition(" ")
+    if space and number.isdigit():
+        return topic, int(number)
+    return payload, None
 
 
 def _listen_statement(command: str, channels: AbstractSet[str]) -> bytes:
@@ -538,8 +563,9 @@ class _SocketTransport:
         # Topic digest -> how many calls of the process wait on it (held with the lock).
         self._wanted: dict[str, int] = {}
 
-    def send(self, topics: frozenset[str]) -> None:
-        """Send ``topics`` to every other process with a call waiting on one of them."""
+    def send(self, topics: frozenset[str], publication: int | None = None) -> None:
+        """Send ``topics`` of ``publication`` to every other process with a call waiting
+        on one of them."""
         # A process's name -> a link to its socket, and the topics it hears: one
         # datagram to each, however many of its topics this publishes.
         heard_by: dict[str, tuple[str, list[str]]] = {}
@@ -556,7 +582,8 @@ class _SocketTransport:
         sender = self._sender_socket()
         for path, heard in heard_by.values():
             try:
-                sender.sendto(json.dumps(sorted(heard)).encode(), path)
+                datagram = {"publication": publication, "topics": sorted(heard)}
+                sender.sendto(json.dumps(datagram).encode(), path)
             except FileNotFoundError:
                 pass  # its last call waiting on the topic has just left
             except ConnectionRefusedError:
@@ -681,9 +708,11 @@ def _receive(receiver: socket.socket) -> None:
             logger.exception("the wake receiver's socket failed; wakes stay in-process")
             return
         try:
-            topics = json.loads(data)
-        except ValueError:
+            datagram = json.loads(data)
+            topics = datagram["topics"]
+            publication = datagram["publication"]
+        except (ValueError, TypeError, KeyError):
             logger.warning("unreadable wake-up datagram: %r", data[:80])
             continue
-        if isinstance(topics, list):
-            wakeups.wake_deliver(str(topic) for topic in topics)
+        if isinstance(topics, list) and (publication is None or isinstance(publication, int)):
+            wakeups.wake_deliver((str(topic) for topic in topics), publication)

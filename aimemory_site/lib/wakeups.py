@@ -12,9 +12,10 @@ the answer a new call would get.
 
 Most waiters of a topic are all woken by a publication (status and session waits). A
 *claimer* (a pop) is not: a publication of an inbox wakes one claimer parked on it in
-each process, the one parked longest, since one message can be claimed once. A claimer
-woken that does not look (its client went, its time ran out, its right to look was
-lost) hands the wake to the next one.
+the host, the one parked longest in the first process that takes the wake
+(``lib.wait_caps``), since one message can be claimed once. A claimer woken that does
+not look (its client went, its time ran out, its right to look was lost) hands the wake
+to the next one of its process, or, with none there, to the other processes.
 
 This module is the registry of one process. ``wake_publish`` hands a publication to the
 process's transport as well (``transport_set``), which carries it to the other processes
@@ -28,6 +29,7 @@ one differently.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -110,8 +112,10 @@ class Waiter:
     def __init__(self, topics: frozenset[str], claimer: bool = False) -> None:
         self.topics = topics
         self.claimer = claimer
-        # Woken, and the look it owes for it not yet done.
-        self.owed = False
+        # A claimer's wakes by publications whose look has not begun: each is handed to
+        # the next claimer if it never looks. A wake by its client's leaving or by the
+        # end of its time is no publication's, and is not handed on.
+        self.owed = 0
         self._event = threading.Event()
 
     def wake(self) -> bool:
@@ -162,21 +166,38 @@ class _Registry:
                         del self._by_topic[topic]
         return found
 
-    def deliver(self, topics: Iterable[str], *, claimers_only: bool = False) -> int:
+    def deliver(
+        self,
+        topics: Iterable[str],
+        *,
+        claimers_only: bool = False,
+        publication: int | None = None,
+    ) -> int:
         """Wake every waiter of ``topics`` but claimers (none with ``claimers_only``),
         and per topic the claimer that has waited longest of those with no wake
-        pending; returns how many were woken."""
+        pending, if this process takes the ``publication``'s claimer wake of the host
+        (``wait_caps``; always without one); returns how many were woken."""
         woken = 0
         with self._lock:
             for topic in topics:
-                claimer_woken = False
+                claimer_asked = False
                 for waiter in self._by_topic.get(topic, ()):
                     if not waiter.claimer:
                         woken += 0 if claimers_only else waiter.wake()
-                    elif not claimer_woken and waiter.wake():
-                        claimer_woken = True
-                        woken += 1
+                    elif not claimer_asked and not waiter.woken:
+                        claimer_asked = True
+                        if publication is None or wait_caps.counts().claimer_wake_take(
+                            topic, publication
+                        ):
+                            waiter.owed += 1
+                            woken += waiter.wake()
         return woken
+
+    def looked(self, waiter: Waiter, owed: int) -> None:
+        """``waiter`` has looked for the ``owed`` publication wakes it held when its look
+        began (those that came during the look it still owes)."""
+        with self._lock:
+            waiter.owed -= owed
 
     def wake_all(self) -> int:
         with self._lock:
@@ -198,21 +219,23 @@ class _Registry:
 
 
 _registry = _Registry()
-_transport: Callable[[frozenset[str]], None] | None = None
+_transport: Callable[[frozenset[str], int | None], None] | None = None
 _listen: Callable[[frozenset[str]], None] | None = None
 _unlisten: Callable[[frozenset[str]], None] | None = None
 _unheard_sql: Callable[[str], str] | None = None
 
 
 def transport_set(
-    send: Callable[[frozenset[str]], None] | None,
+    send: Callable[[frozenset[str], int | None], None] | None,
     *,
     listen: Callable[[frozenset[str]], None] | None = None,
     unlisten: Callable[[frozenset[str]], None] | None = None,
     unheard_sql: Callable[[str], str] | None = None,
 ) -> None:
-    """Install the function that carries a publication to the other processes and hosts;
-    it must not block for long and must not raise. Without one, wakes stay in-process.
+    """Install the function that carries a publication (its topics, and the number
+    ``publication_draw`` drew for it, or None) to the other processes and hosts, which
+    hand both to ``wake_deliver``; it must not block for long and must not raise.
+    Without one, wakes stay in-process.
 
     ``listen``, when given, is called with a subscription's topics before its first look
     and returns once the transport delivers this process the publications of those topics
@@ -236,6 +259,12 @@ def wake_unheard_sql(topic_sql: str) -> str | None:
     return None if unheard is None else unheard(topic_sql)
 
 
+def publication_draw() -> int:
+    """A number for one publication, drawn anew each time, by which every process of the
+    host that receives it asks for its claimer wake (``wait_caps``)."""
+    return int.from_bytes(os.urandom(8), "little") >> 1 or 1
+
+
 def wake_publish(topics: Iterable[str]) -> None:
     """Wake the calls parked on ``topics``, here and (through the transport) elsewhere.
 
@@ -245,17 +274,21 @@ def wake_publish(topics: Iterable[str]) -> None:
     published = frozenset(topics)
     if not published:
         return
+    publication = publication_draw()
+    # Here first: a claimer of this process takes the host's claimer wake before the
+    # transport reaches the others, and the transport's echo (PostgreSQL's) finds it
+    # taken.
+    _registry.deliver(published, publication=publication)
     transport = _transport
     if transport is not None:
-        # The transport's echo reaches this process too, but later: wake it now.
-        transport(published)
-    _registry.deliver(published)
+        transport(published, publication)
 
 
-def wake_deliver(topics: Iterable[str]) -> int:
+def wake_deliver(topics: Iterable[str], publication: int | None = None) -> int:
     """Hand a publication received from the transport to this process's parked calls;
-    returns how many were woken."""
-    return _registry.deliver(topics)
+    returns how many were woken. Without a ``publication`` number, a claimer of this
+    process is woken whatever the others do."""
+    return _registry.deliver(topics, publication=publication)
 
 
 def wake_all() -> int:
@@ -341,26 +374,36 @@ class HeldWait:
             and not shutting_down()
             and _park(self.waiter, self.deadline, client_gone)
         ):
-            # Woken: it owes a look, and hands the wake on if it never looks.
-            self.waiter.owed = True
             return True
         self.over = True
         return False
 
-    def looked(self) -> None:
-        """The look a wake asked for is done."""
-        self.waiter.owed = False
+    def look(self, look: Callable[[], T | None]) -> T | None:
+        """``look()``, after which the wakes it was woken for are spent: if it raises,
+        they are handed on with the wait's end."""
+        owed = self.waiter.owed
+        answer = look()
+        if owed:
+            _registry.looked(self.waiter, owed)
+        return answer
 
     def end(self) -> None:
         """Let go of the subscription and the place (again: nothing)."""
         waiter = self.waiter
         if waiter.topics and _registry.remove(waiter):
-            if waiter.claimer and (waiter.woken or waiter.owed):
-                # A wake it did not look for is the next claimer's. One it looked for is
-                # spent, whatever the look claimed: a look that found nothing found the
-                # message claimed already, and handing its wake on would send every
-                # parked pop to look in turn.
-                _registry.deliver(waiter.topics, claimers_only=True)
+            if waiter.claimer and waiter.owed:
+                # A wake it did not look for is the next claimer's: of this process, or
+                # with none here, of the host's others (which wakes their other waiters
+                # of the topic too, once). One it looked for is spent, whatever the look
+                # claimed: a look that found nothing found the message claimed already,
+                # and handing its wake on would send every parked pop to look in turn.
+                transport = _transport
+                for _ in range(waiter.owed):
+                    if (
+                        not _registry.deliver(waiter.topics, claimers_only=True)
+                        and transport is not None
+                    ):
+                        transport(waiter.topics, publication_draw())
             unlisten = _unlisten if _listen is not None else None
             if unlisten is not None:
                 unlisten(waiter.topics)
@@ -518,8 +561,7 @@ def wait_for(
         elif held.over or (client_gone is not None and client_gone()):
             answer = None  # a later run at the end of the wait: it answers as it is
         else:  # a later run after a wake
-            answer = look()
-            held.looked()
+            answer = held.look(look)
     except BaseException:
         held.end()
         raise
@@ -568,6 +610,5 @@ def _waited(
             return None
         if recheck is not None:
             recheck()
-        answer = look()
-        held.looked()
+        answer = held.look(look)
     return answer

@@ -82,6 +82,31 @@ def test_forked_processes_count_against_one_host_cap() -> None:
         counts.take("bob")
 
 
+def test_of_the_host_s_processes_the_first_to_ask_takes_a_publications_claimer_wake() -> None:
+    counts = WaitCounts(host_limit=3, caller_limit=3)
+    taken = os.pipe()
+    children = []
+    for _ in range(4):
+        pid = os.fork()
+        if pid == 0:  # each process receives publication 7 of two topics
+            try:
+                mine = [counts.claimer_wake_take(t, 7) for t in ("inbox:a", "inbox:b")]
+                os.write(taken[1], bytes(mine))
+                os._exit(0)
+            except BaseException:
+                os._exit(1)
+        children.append(pid)
+    assert all(os.waitpid(pid, 0)[1] == 0 for pid in children)
+    os.close(taken[1])
+    with os.fdopen(taken[0], "rb") as answers:
+        wins = answers.read()
+
+    assert len(wins) == 8
+    assert sum(wins[0::2]) == 1 and sum(wins[1::2]) == 1  # one process per topic
+    assert not counts.claimer_wake_take("inbox:a", 7)  # nor this one, later
+    assert counts.claimer_wake_take("inbox:a", 8)  # the next publication is anyone's
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(

@@ -92,7 +92,7 @@ def _thread_turned(
     queued publication after it has UNLISTENed what no call waits on."""
     _listen_on(other, "turn:marker")
     with transport._lock:
-        transport._pending.add("turn:marker")
+        transport._pending["turn:marker"] = None
     transport._poke()
     assert [n.payload for n in other.notifies(timeout=5, stop_after=1)] == ["turn:marker"]
 
@@ -116,11 +116,27 @@ def test_a_publication_goes_out_as_a_notify(transport: wake_transport._PostgresT
 
         wakeups.wake_publish(["message:m-1", "inbox:i-1"])
 
-        received = {(n.channel, n.payload) for n in other.notifies(timeout=5, stop_after=2)}
+        received = {
+            (n.channel, *wake_transport.publication_parse(n.payload))
+            for n in other.notifies(timeout=5, stop_after=2)
+        }
+    (publication,) = {number for _, _, number in received}
+    assert publication is not None  # one publication: one number for both
     assert received == {
-        (wake_channel("message:m-1"), "message:m-1"),
-        (wake_channel("inbox:i-1"), "inbox:i-1"),
+        (wake_channel("message:m-1"), "message:m-1", publication),
+        (wake_channel("inbox:i-1"), "inbox:i-1", publication),
     }
+
+
+def test_a_publication_payload_reads_back_as_its_topic_and_number() -> None:
+    for topic in ("inbox:1", "session:a b", "message:9 7"):
+        for number in (None, 1, 2**63 - 1):
+            payload = wake_transport.publication_payload(topic, number)
+            assert wake_transport.publication_parse(payload) == (topic, number)
+
+
+def _topic(payload: str) -> str:
+    return wake_transport.publication_parse(payload)[0]
 
 
 def _unheard(cursor: Any, topic: str) -> bool:
@@ -214,9 +230,9 @@ def test_a_process_hears_only_the_channels_its_calls_wait_on(
     heard: list[str] = []
     deliver = wakeups.wake_deliver
 
-    def recorded(topics: Iterable[str]) -> int:
+    def recorded(topics: Iterable[str], publication: int | None = None) -> int:
         heard.extend(topics := list(topics))
-        return deliver(topics)
+        return deliver(topics, publication)
 
     monkeypatch.setattr(wakeups, "wake_deliver", recorded)
     woken, answers = threading.Event(), list[object]()
@@ -251,9 +267,9 @@ def test_a_publication_on_a_shared_channel_wakes_only_its_topics_calls(
     heard = threading.Event()
     deliver = wakeups.wake_deliver
 
-    def recorded(topics: Iterable[str]) -> int:
+    def recorded(topics: Iterable[str], publication: int | None = None) -> int:
         topics = list(topics)
-        woken_by[topics[0]] = count = deliver(topics)
+        woken_by[topics[0]] = count = deliver(topics, publication)
         heard.set()
         return count
 
@@ -337,14 +353,16 @@ def test_a_publication_sent_as_its_connection_broke_is_sent_again(
     with psycopg.connect(_dsn(), autocommit=True) as other:
         _listen_on(other, "inbox:first", "inbox:second", "inbox:third")
         wakeups.wake_publish(["inbox:first"])  # the transport connects and sends it
-        assert [n.payload for n in other.notifies(timeout=5, stop_after=1)] == ["inbox:first"]
+        assert [_topic(n.payload) for n in other.notifies(timeout=5, stop_after=1)] == [
+            "inbox:first"
+        ]
         wakeups.wake_publish(["inbox:second"])  # sent, its answer unread
         _transport_terminate(other)
         wakeups.wake_publish(["inbox:third"])  # may be sent before the end shows
 
         received: set[str] = set()
         for notify in other.notifies(timeout=10):
-            received.add(notify.payload)
+            received.add(_topic(notify.payload))
             if received >= {"inbox:second", "inbox:third"}:
                 break
     assert received >= {"inbox:second", "inbox:third"}
@@ -358,12 +376,12 @@ def test_with_no_call_waiting_it_unlistens_and_listens_again_for_the_next(
     second_heard = threading.Event()
     deliver = wakeups.wake_deliver
 
-    def recorded(topics: Iterable[str]) -> int:
+    def recorded(topics: Iterable[str], publication: int | None = None) -> int:
         for topic in (topics := list(topics)):
             heard.append(topic)
             if topic == "inbox:second-wait":
                 second_heard.set()
-        return deliver(topics)
+        return deliver(topics, publication)
 
     monkeypatch.setattr(wakeups, "wake_deliver", recorded)
     woken, answers = threading.Event(), list[object]()
@@ -457,7 +475,8 @@ def test_the_socket_transport_is_found_by_publishers_only_while_a_call_waits(
 
     with wakeups.wake_subscription(["inbox:by-datagram"]) as waiter:
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as publisher:
-            publisher.sendto(json.dumps(["inbox:by-datagram"]).encode(), str(linked))
+            datagram = {"publication": None, "topics": ["inbox:by-datagram"]}
+            publisher.sendto(json.dumps(datagram).encode(), str(linked))
         assert waiter.wait(5)
 
     transport.unlisten(frozenset({"inbox:a", "inbox:b"}))
@@ -491,14 +510,15 @@ def test_a_publication_reaches_only_the_processes_waiting_on_its_topics(
         _other_process_listening(wake, 1, ["inbox:a", "inbox:b"]) as both,
         _other_process_listening(wake, 2, ["inbox:b"]) as other,
     ):
-        transport.send(frozenset({"inbox:a", "inbox:c"}))
-        assert json.loads(both.recv(4096)) == ["inbox:a"]
+        transport.send(frozenset({"inbox:a", "inbox:c"}), 7)
+        assert json.loads(both.recv(4096)) == {"publication": 7, "topics": ["inbox:a"]}
         with pytest.raises(TimeoutError):
             other.recv(4096)
 
-        transport.send(frozenset({"inbox:a", "inbox:b"}))
-        assert json.loads(both.recv(4096)) == ["inbox:a", "inbox:b"]  # one datagram
-        assert json.loads(other.recv(4096)) == ["inbox:b"]
+        transport.send(frozenset({"inbox:a", "inbox:b"}), 8)
+        both_topics = {"publication": 8, "topics": ["inbox:a", "inbox:b"]}
+        assert json.loads(both.recv(4096)) == both_topics  # one datagram
+        assert json.loads(other.recv(4096)) == {"publication": 8, "topics": ["inbox:b"]}
         with pytest.raises(TimeoutError):
             both.recv(4096)
 

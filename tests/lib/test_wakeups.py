@@ -4,6 +4,7 @@ per publication; the caps; the caller's right decided again after every park."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -79,18 +80,23 @@ def test_a_gone_client_ends_the_wait_without_another_look() -> None:
     assert looks == 1
 
 
-def test_the_transport_carries_each_publication() -> None:
-    carried: list[frozenset[str]] = []
-    wakeups.transport_set(carried.append)
+def test_the_transport_carries_each_publication_with_a_number_of_its_own() -> None:
+    carried: list[tuple[frozenset[str], int | None]] = []
+    wakeups.transport_set(lambda topics, publication: carried.append((topics, publication)))
     wakeups.wake_publish(["a", "b"])
+    wakeups.wake_publish(["a"])
     wakeups.wake_publish([])
-    assert carried == [frozenset({"a", "b"})]
+    assert [topics for topics, _ in carried] == [frozenset({"a", "b"}), frozenset({"a"})]
+    first, second = (publication for _, publication in carried)
+    assert first is not None and second is not None and first != second
 
 
 def test_the_transport_listens_before_the_first_look() -> None:
     """Else a publication between the look and the transport's start would be missed."""
     order: list[str] = []
-    wakeups.transport_set(lambda topics: None, listen=lambda topics: order.append("listen"))
+    wakeups.transport_set(
+        lambda topics, publication: None, listen=lambda topics: order.append("listen")
+    )
 
     def look() -> str:
         order.append("look")
@@ -147,10 +153,36 @@ def test_asking_after_the_client_needs_no_wake(monkeypatch: pytest.MonkeyPatch) 
     assert result == ["found"]
 
 
+class _WatchedClient:
+    """A client whose leaving wakes its parked call at once, as the server's watch of its
+    socket does."""
+
+    def __init__(self) -> None:
+        self._left = threading.Event()
+        self._wakes: list[Callable[[], object]] = []
+
+    def __call__(self) -> bool:
+        return self._left.is_set()
+
+    def watch(self, wake: Callable[[], object]) -> Callable[[], object]:
+        self._wakes.append(wake)
+        return lambda: self._wakes.remove(wake)
+
+    def leave(self) -> None:
+        self._left.set()
+        for wake in list(self._wakes):
+            wake()
+
+
 class _Claimer:
     """A parked pop in a thread: its looks are counted, and it claims what is offered."""
 
-    def __init__(self, topic: str, offered: list[str], gone: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        topic: str,
+        offered: list[str],
+        gone: threading.Event | _WatchedClient | None = None,
+    ) -> None:
         self.looks = 0
         self.result: list[object] = []
         self._looked = threading.Event()
@@ -163,7 +195,7 @@ class _Claimer:
             return self._offered.pop() if self._offered else None
 
         def client_gone() -> bool:
-            return self._gone is not None and self._gone.is_set()
+            return isinstance(self._gone, threading.Event) and self._gone.is_set()
 
         self.thread = threading.Thread(
             target=lambda: self.result.append(
@@ -173,7 +205,7 @@ class _Claimer:
                     wait_seconds=30,
                     caller="alice",
                     claimer=True,
-                    client_gone=client_gone,
+                    client_gone=gone if isinstance(gone, _WatchedClient) else client_gone,
                 )
             )
         )
@@ -232,6 +264,80 @@ def test_a_woken_claimer_whose_client_has_gone_hands_the_wake_on() -> None:
     assert leaving.result == [None]
     assert leaving.looks == 1  # it never looked after the wake
     assert staying.result == ["message"]
+
+
+def test_a_publication_received_again_wakes_no_second_claimer() -> None:
+    """PostgreSQL's NOTIFY reaches its own publisher too: the echo finds the claimer
+    wake of its publication taken."""
+    carried: list[int | None] = []
+    wakeups.transport_set(lambda topics, publication: carried.append(publication))
+    offered: list[str] = []
+    first, second = _Claimer("inbox:1", offered), _Claimer("inbox:1", offered)
+    offered.append("message")
+
+    wakeups.wake_publish(["inbox:1"])
+    assert wakeups.wake_deliver(["inbox:1"], carried[0]) == 0  # the echo
+
+    first.thread.join(5)
+    assert first.result == ["message"]
+    assert not second.looked_again(0.3)
+    wakeups.wake_shutdown()
+    second.thread.join(5)
+
+
+def test_a_publication_whose_wake_another_process_took_wakes_no_claimer_here() -> None:
+    """The host's other process took it: one pop of the host looks, not one per process."""
+    parked = _Claimer("inbox:1", [])
+    publication = wakeups.publication_draw()
+    assert wait_caps.counts().claimer_wake_take("inbox:1", publication)  # the other process
+
+    assert wakeups.wake_deliver(["inbox:1"], publication) == 0
+    assert wakeups.wake_deliver(["inbox:1"], wakeups.publication_draw()) == 1  # the next
+    assert parked.looked_again(5)
+    wakeups.wake_shutdown()
+    parked.thread.join(5)
+
+
+def test_a_publication_without_a_number_wakes_a_claimer_here_whatever_the_others_did() -> None:
+    parked = _Claimer("inbox:1", [])
+
+    assert wakeups.wake_deliver(["inbox:1"]) == 1
+    assert parked.looked_again(5)
+    wakeups.wake_shutdown()
+    parked.thread.join(5)
+
+
+def test_a_wake_handed_on_with_no_claimer_left_here_goes_to_the_other_processes() -> None:
+    carried: list[tuple[frozenset[str], int | None]] = []
+    wakeups.transport_set(lambda topics, publication: carried.append((topics, publication)))
+    gone = threading.Event()
+    leaving = _Claimer("inbox:1", [], gone)
+    gone.set()
+
+    wakeups.wake_deliver(["inbox:1"], wakeups.publication_draw())  # from another process
+    leaving.thread.join(5)
+
+    assert leaving.result == [None]
+    assert len(carried) == 1
+    topics, publication = carried[0]
+    assert topics == frozenset({"inbox:1"}) and publication is not None
+
+
+def test_a_claimer_whose_client_leaves_unwoken_hands_nothing_on() -> None:
+    """Its client's leaving woke it, not a publication: no message waits for a look."""
+    carried: list[frozenset[str]] = []
+    wakeups.transport_set(lambda topics, publication: carried.append(topics))
+    leaving = _Claimer("inbox:1", [], client := _WatchedClient())
+    staying = _Claimer("inbox:1", [])
+
+    client.leave()
+    leaving.thread.join(5)
+
+    assert leaving.result == [None]
+    assert not staying.looked_again(0.3)
+    assert carried == []
+    wakeups.wake_shutdown()
+    staying.thread.join(5)
 
 
 def test_a_claimer_whose_look_found_nothing_wakes_no_one_else() -> None:
