@@ -383,8 +383,9 @@ def _waiting_notes(r: dict[str, Any]) -> list[str]:
         )
     h = r.get("herd")
     if h is not None:
+        when = f" (measured {h['measured_at']} UTC)" if "measured_at" in h else ""
         notes.append(
-            f"The herd: **{h['parked_ms']:.2f} ms** of the server's CPU per send to an inbox "
+            f"The herd{when}: **{h['parked_ms']:.2f} ms** of the server's CPU per send to an inbox "
             f"with {_count(h['parked'])} pops parked on it, **{h['none_ms']:.2f} ms** to one "
             f"with none ({h['ratio']:.2f}×) and **{h['one_ms']:.2f} ms** to one with a "
             f"single pop parked, the same cycle without the herd ({h['ratio_to_one']:.2f}×); "
@@ -484,6 +485,16 @@ def _waiting_targets(r: dict[str, Any]) -> list[str]:
                 h is not None and 0 < h["ratio"] <= 1.5,
             )
         )
+        rows.append(
+            (
+                "the herd alone: the same against a single pop parked ≤ 1.5× "
+                "(with none, the message is never claimed: docs/serving.md#one-wake-per-message)",
+                f"{h['ratio_to_one']:.2f}× ({h['parked_ms']:.2f} / {h['one_ms']:.2f} ms)"
+                if h
+                else failed("herd"),
+                h is not None and 0 < h["ratio_to_one"] <= 1.5,
+            )
+        )
         s = r.get("shutdown")
         last = s.get("last_answer_s") if s else None
         rows.append(
@@ -534,9 +545,9 @@ half of those under `Content-Length: 00000000050`) and connects again when the s
 closes it. Latencies are as sent. Memory per parked call is the server's resident memory
 with them parked less that before the first park, divided by their number. "The herd":
 the CPU of the server's processes per send to one inbox with pops parked on it (a send
-wakes one pop in each process; one claims the message, answers and is parked again by
-its client), against sends to an inbox with none and to one with a single pop parked
-(the same cycle without the herd), in rounds of sequential sends that take turns. "Shutdown": SIGTERM to the server (gunicorn's master) with pops parked; the time
+wakes one pop of the host, which claims the message, answers and is parked again by its
+client), against sends to an inbox with none and to one with a single pop parked (the
+same cycle without the herd), in rounds of sequential sends that take turns. "Shutdown": SIGTERM to the server (gunicorn's master) with pops parked; the time
 to their last answer.
 """
     ]

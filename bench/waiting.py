@@ -2,7 +2,8 @@
 
 Run alone as ``python -m bench.waiting`` (it merges its figures into
 ``docs/benchmarks.json`` and writes ``docs/benchmarks.md`` again) or as part of
-``python -m bench.run``. For each database it starts ``ai-memory serve`` as a user would
+``python -m bench.run``; ``BENCH_WAITING_ONLY=herd`` (a list) measures those figures
+alone and keeps the others. For each database it starts ``ai-memory serve`` as a user would
 (gunicorn's gevent worker: a parked call is a greenlet) and measures, in one run:
 
 - **parked**: send and pop at 8 clients (wrk) on two servers of one build, each on a
@@ -82,6 +83,9 @@ BURST_POPPERS, BURST_MESSAGES = 16, 1000
 #: inbox's bound of 256.
 HERD_PARKED, HERD_SENDS = 1000, 250
 HERD_ROUNDS = min(int(os.environ.get("BENCH_HERD_ROUNDS", "5")), 8)
+#: ``BENCH_WAITING_ONLY=herd,burst``: measure these figures alone, keeping the others of
+#: the earlier run (each such figure says when it was measured).
+ONLY = frozenset(filter(None, os.environ.get("BENCH_WAITING_ONLY", "").split(",")))
 #: After the herd's last send, the time its pop takes to answer and park again.
 HERD_SETTLE_SECONDS = 0.5
 SHUTDOWN_PARKED = 1000
@@ -477,9 +481,9 @@ def herd(server: Server) -> dict[str, Any]:
     cycle without the herd), in rounds of ``HERD_SENDS`` sequential sends that take
     turns, each round to an inbox of its own.
 
-    Counted over the whole cycle: a send wakes one pop in each process (the one parked
-    longest), the one that claims answers and its client parks it again, and the others
-    look, find nothing and park on. Only the server's processes: PostgreSQL's own work
+    Counted over the whole cycle: a send wakes one pop of the host (the one parked
+    longest in the process that takes the wake), which claims the message, answers, and
+    is parked again by its client. Only the server's processes: PostgreSQL's own work
     for the looks is not counted."""
     modes = ("none", "one", "parked")
     per_send: dict[str, list[float]] = {mode: [] for mode in modes}
@@ -503,6 +507,7 @@ def herd(server: Server) -> dict[str, Any]:
                     seen["statuses"][status] = seen["statuses"].get(status, 0) + count
     ms = {mode: statistics.median(runs) for mode, runs in per_send.items()}
     return {
+        "measured_at": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
         "parked": HERD_PARKED,
         "sends": HERD_SENDS,
         "rounds": HERD_ROUNDS,
@@ -588,6 +593,8 @@ def bench_waiting(label: str, database_url: str | None, workdir: Path) -> dict[s
     }
 
     def measure(name: str, figure: Callable[[], Any]) -> None:
+        if ONLY and name not in ONLY:
+            return
         try:
             out[name] = figure()
         except (SystemExit, Exception) as failed:
@@ -602,7 +609,8 @@ def bench_waiting(label: str, database_url: str | None, workdir: Path) -> dict[s
                 measure("shutdown", lambda: shutdown(busy))
         except SystemExit as failed:  # the twin did not start
             for name in ("parked", "herd", "shutdown"):
-                out["failed"].setdefault(name, _cause(failed))
+                if not ONLY or name in ONLY:
+                    out["failed"].setdefault(name, _cause(failed))
         measure("slow", lambda: slow_clients(server))
         measure("burst", lambda: burst(server))
         measure("wake_one_server", lambda: wake_latency(server.base, server.base))
@@ -648,14 +656,30 @@ def waiting_figures(
         "measured_at": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
     }
     if "sqlite" in databases:
-        waiting["sqlite"] = bench_waiting("SQLite (WAL)", None, workdir / "sqlite")
+        measured = bench_waiting("SQLite (WAL)", None, workdir / "sqlite")
+        waiting["sqlite"] = _merged(earlier.get("sqlite"), measured)
         if saved is not None:
             saved(waiting)
     if "postgresql" in databases:
         with postgres_database() as url:
             if url is not None:
-                waiting["postgresql"] = bench_waiting("PostgreSQL", url, workdir / "pg")
+                measured = bench_waiting("PostgreSQL", url, workdir / "pg")
+                waiting["postgresql"] = _merged(earlier.get("postgresql"), measured)
     return waiting
+
+
+def _merged(earlier: dict[str, Any] | None, measured: dict[str, Any]) -> dict[str, Any]:
+    """``measured``, or with ``ONLY``, ``earlier``'s figures with those measured again
+    (the database's own time stays the earlier run's)."""
+    if not ONLY or earlier is None:
+        return measured
+    failed = {k: v for k, v in earlier.get("failed", {}).items() if k not in ONLY}
+    kept = {k: v for k, v in earlier.items() if k not in ONLY}
+    return {
+        **kept,
+        **{k: measured[k] for k in ONLY if k in measured},
+        "failed": {**failed, **measured["failed"]},
+    }
 
 
 def main() -> None:
