@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+import re
 import sqlite3
 from importlib.metadata import version
 from pathlib import Path
@@ -607,6 +608,19 @@ The `tools/list` answer every agent loads at every session start (tokens ≈ cha
 {tools["chars"]:,} characters (≈ {tools["approx_tokens"]:,} tokens) in the initialize era,
 {tools["modern_chars"]:,} (≈ {tools["modern_approx_tokens"]:,}) in the 2026-07-28 era.
 """
+
+
+def report_write(output: Path, results: dict[str, Any]) -> None:
+    """Write ``report(results)`` to ``output``, keeping the sections other bench modules
+    keep there between their markers (``section_write``)."""
+    kept = output.read_text() if output.exists() else ""
+    sections = re.findall(r"<!-- ([\w ]+): begin -->.*?<!-- \1: end -->", kept, re.S)
+    blocks = [
+        kept[kept.index(f"<!-- {name}: begin -->") : kept.index(f"<!-- {name}: end -->")]
+        + f"<!-- {name}: end -->"
+        for name in sections
+    ]
+    output.write_text("\n\n".join([report(results).rstrip(), *blocks]) + "\n")
 
 
 def section_write(output: Path, begin: str, end: str, section: str) -> None:

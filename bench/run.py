@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import re
 import shutil
 import statistics
 import subprocess
@@ -365,17 +364,9 @@ def main() -> None:
     if every_part or "started" not in results:
         results["started"] = f"{started:%Y-%m-%d %H:%M}"
     _save(results)
-    from bench.report import report
+    from bench.report import report_write
 
-    # The sections other bench modules keep between their markers (section_write) stay.
-    kept = OUTPUT.read_text() if OUTPUT.exists() else ""
-    sections = re.findall(r"<!-- ([\w ]+): begin -->.*?<!-- \1: end -->", kept, re.S)
-    blocks = [
-        kept[kept.index(f"<!-- {name}: begin -->") : kept.index(f"<!-- {name}: end -->")]
-        + f"<!-- {name}: end -->"
-        for name in sections
-    ]
-    OUTPUT.write_text("\n\n".join([report(_plain(results)).rstrip(), *blocks]) + "\n")
+    report_write(OUTPUT, _plain(results))
     print(OUTPUT.read_text())
 
 
