@@ -36,10 +36,10 @@ def published(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     topics: list[str] = []
     lock = threading.Lock()
 
-    def send(published: frozenset[str]) -> None:
+    def send(published: frozenset[str], publication: int | None) -> None:
         with lock:
             topics.extend(published)
-        installed.send(published)
+        installed.send(published, publication)
 
     monkeypatch.setattr(wakeups, "_transport", send)
     monkeypatch.setattr(wakeups, "_listen", installed.listen)
