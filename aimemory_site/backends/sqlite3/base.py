@@ -104,6 +104,11 @@ class Line:
             else:
                 self._held = False
 
+    @property
+    def waiting(self) -> int:
+        """How many callers wait for it now."""
+        return len(self._waiting)
+
     def __enter__(self) -> Line:
         self.acquire()
         return self
