@@ -10,9 +10,8 @@ had waited kept receiving, every publication cost every process).
   connections of the process's own, served by a daemon thread, on ``WAKE_CHANNELS``
   channels, each topic on one of them by its digest (``wake_channel``). A publication is
   one ``pg_notify`` statement on the publisher (its payload is the publication's number
-  and the topic, ``publication_payload``), sent by the
-  publishing thread after its write committed, whose answer is read before the next
-  statement. A call that waits has its topics' channels ``LISTEN``ed on the listener
+  and the topic, ``publication_payload``), sent by the publishing thread after its
+  write committed, whose answer is read before the next statement. A call that waits has its topics' channels ``LISTEN``ed on the listener
   before its first look; the thread hands each notification to ``wakeups.wake_deliver``
   (which wakes only the calls waiting on that topic) and ``UNLISTEN``s a channel once no
   call of the process waits on it. So a process hears only the publications of the
@@ -29,9 +28,9 @@ had waited kept receiving, every publication cost every process).
   ``<data dir>/wake/``, bound under a hidden name, and linked into a directory per topic
   (``wake/<topic digest>/<pid>.sock``) while a call of the process waits on that topic.
   A publisher lists the directory of each topic it publishes and sends one datagram (the
-  publication's number and the topics, as JSON) to each process found there: a listing and a ``sendto`` each, none at
-  all for a topic no one waits on, no database involved, delivered in well under a
-  millisecond. (With one directory for all, every send reached every process with a
+  publication's number and the topics, as JSON) to each process found there: a listing
+  and a ``sendto`` each, none at all for a topic no one waits on, no database involved,
+  delivered in well under a millisecond. (With one directory for all, every send reached every process with a
   parked call, and its receiver thread woke and took the GIL for nothing: sends at 0.88
   of their rate with 500 calls parked.) A socket whose process has died refuses the
   datagram and is removed by the publisher that found it.
