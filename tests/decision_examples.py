@@ -1,6 +1,7 @@
 """Operator decisions the tests share: one that the surface tests send and read back (its
 question, the body the writer makes of it, and the decision every list and pop row must
-carry), and the question most decision tests ask, with its send (``question_send``)."""
+carry), and the question most decision tests ask, with its send (``question_send``), and
+the asker taking its answer (``answer_taken``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from aimemory_site.lib.decisions import decision_body_write, decision_subject
 from aimemory_site.lib.principal import Principal
 from messaging.models import Message
-from messaging.services import message_send
+from messaging.services import message_cancel, message_pop, message_send
 
 MERGE_QUESTION = "Merge the export branch?"
 MERGE_SUBJECT = decision_subject(MERGE_QUESTION)
@@ -68,3 +69,14 @@ def question_send(
             question, options, requires_root=requires_root, reply_project=reply_project, **fields
         ),
     ).message
+
+
+def answer_taken(question: Message, reply: Message, asker: str = "default/orchestrator") -> None:
+    """The ``asker`` takes the answer ``reply`` to ``question`` as ``decision wait`` does:
+    pops the reply and cancels the question (as root)."""
+    workspace, project = asker.split("/")
+    root = Principal.root()
+    message_pop(principal=root, workspace=workspace, project=project, message_id=str(reply.pk))
+    message_cancel(
+        principal=root, workspace=workspace, project=project, message_id=str(question.pk)
+    )

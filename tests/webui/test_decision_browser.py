@@ -17,10 +17,10 @@ from aimemory_site.lib.decisions import decision_body_write, decision_subject
 from aimemory_site.lib.principal import Principal
 from messaging.answer_services import decision_answer
 from messaging.models import Message
-from messaging.services import message_cancel, message_pop, message_send
+from messaging.services import message_send
 from projects.models import Grant, Project
 from tests.conftest import Persona, make_project
-from tests.decision_examples import FLAKE_QUESTION, question_send
+from tests.decision_examples import FLAKE_QUESTION, answer_taken, question_send
 from tests.webui.conftest import needs_chromium
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -230,13 +230,7 @@ def taken(question: Message, alice: Persona, bob: Persona) -> Message:
         option="reject",
         comment="Stabilise it first.",
     ).message
-    root = Principal.root()
-    message_pop(
-        principal=root, workspace="default", project="orchestrator", message_id=str(reply.pk)
-    )
-    message_cancel(
-        principal=root, workspace="default", project="orchestrator", message_id=str(question.pk)
-    )
+    answer_taken(question, reply)
     return reply
 
 

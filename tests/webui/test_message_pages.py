@@ -28,7 +28,7 @@ from messaging.models import Message
 from messaging.services import message_cancel, message_pop
 from projects.models import Grant, Project
 from tests.conftest import Persona, make_project
-from tests.decision_examples import question_send
+from tests.decision_examples import answer_taken, question_send
 from tests.webui.conftest import deliver, element, page, section, text_of
 from webui.selectors import (
     MessageLink,
@@ -577,18 +577,7 @@ def taken(auth_on: str, alice: Persona, bob: Persona) -> tuple[Message, Message]
         option="reject",
         comment=f"Stabilise it first.\n{XSS}",
     ).message
-    message_pop(
-        principal=Principal.root(),
-        workspace="default",
-        project="orchestrator",
-        message_id=str(reply.pk),
-    )
-    message_cancel(
-        principal=Principal.root(),
-        workspace="default",
-        project="orchestrator",
-        message_id=str(question.pk),
-    )
+    answer_taken(question, reply)
     return question, reply
 
 
