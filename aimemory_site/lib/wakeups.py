@@ -193,11 +193,11 @@ class _Registry:
                             woken += waiter.wake()
         return woken
 
-    def looked(self, waiter: Waiter, owed: int) -> None:
-        """``waiter`` has looked for the ``owed`` publication wakes it held when its look
-        began (those that came during the look it still owes)."""
+    def looked(self, waiter: Waiter, spent: int) -> None:
+        """``waiter``'s look has spent ``spent`` of the publication wakes it held when the
+        look began (``HeldWait.look``); those that came during the look it still owes."""
         with self._lock:
-            waiter.owed -= owed
+            waiter.owed -= spent
 
     def wake_all(self) -> int:
         with self._lock:
@@ -379,12 +379,14 @@ class HeldWait:
         return False
 
     def look(self, look: Callable[[], T | None]) -> T | None:
-        """``look()``, after which the wakes it was woken for are spent: if it raises,
-        they are handed on with the wait's end."""
+        """``look()``, after which the wakes held when it began are spent: all of them if
+        it found nothing (every message they announced was committed before the look,
+        and taken already), one if it found something (its message: the others' wakes
+        are handed on with the wait's end). If it raises, all are handed on."""
         owed = self.waiter.owed
         answer = look()
         if owed:
-            _registry.looked(self.waiter, owed)
+            _registry.looked(self.waiter, owed if answer is None else 1)
         return answer
 
     def end(self) -> None:

@@ -353,6 +353,49 @@ def test_a_claimer_whose_look_found_nothing_wakes_no_one_else() -> None:
     second.thread.join(5)
 
 
+def test_a_claimer_woken_again_before_it_looks_hands_the_second_wake_on() -> None:
+    """Two sends woke it: the second after it had taken the first's wake, before its look
+    began. Its look claims one message; the other's wake goes to the next claimer."""
+    offered: list[str] = []
+    parked, rechecking, go_on = threading.Event(), threading.Event(), threading.Event()
+    result: list[object] = []
+
+    def look() -> str | None:
+        parked.set()
+        return offered.pop() if offered else None
+
+    def recheck() -> None:  # between the wake and the look
+        rechecking.set()
+        assert go_on.wait(5)
+
+    first = threading.Thread(
+        target=lambda: result.append(
+            wakeups.wait_for(
+                look,
+                topics=["inbox:1"],
+                wait_seconds=30,
+                caller="alice",
+                recheck=recheck,
+                claimer=True,
+            )
+        )
+    )
+    first.start()
+    assert parked.wait(5)
+    second = _Claimer("inbox:1", offered)
+    offered.append("m1")
+    wakeups.wake_publish(["inbox:1"])
+    assert rechecking.wait(5)
+    offered.insert(0, "m2")
+    wakeups.wake_publish(["inbox:1"])
+    go_on.set()
+
+    first.join(5)
+    second.thread.join(5)
+    assert result == ["m1"]
+    assert second.result == ["m2"]
+
+
 def test_a_wait_over_the_callers_cap_is_refused_before_it_looks(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
