@@ -20,6 +20,11 @@ import gevent
 from aimemory_site.lib import wait_caps
 from aimemory_site.serving.task_worker import TaskWorkerKeeper
 
+# Each greenlet of gevent's otherwise keeps the stack it was spawned from and its
+# spawning tree, for debugging tools the server does not use: memory every connection,
+# a parked call's included, would hold for nothing (docs/serving.md).
+gevent.config.track_greenlet_tree = False
+
 worker_class = "aimemory_site.serving.worker.Worker"
 #: Database connections a worker holds open at once (``lib.db_spares``): its greenlets
 #: may start any number of requests, and without a bound a burst of them would open a

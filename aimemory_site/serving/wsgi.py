@@ -57,18 +57,21 @@ def serving(application: WsgiApp) -> WsgiApp:
         if len(environ.get("REQUEST_METHOD", "")) + len(target) + 10 > REQUEST_LINE_MAX_BYTES:
             return _request_line_too_long(environ, start_response)
         body = environ["wsgi.input"] = _KeptBody(environ["wsgi.input"], body_kept_max)
-        # The request as it came, for its later runs: a run changes its environ.
-        request = dict(environ)
+        # ``environ`` stays the request as it came, for its later runs; each run changes
+        # an environ of its own, let go of before a park, so that a parked call holds its
+        # request once (the server holds ``environ`` anyway).
+        environ_of_run = dict(environ)
         try:
             while True:
                 try:
-                    answer = _run(application, environ, start_response)
+                    answer = _run(application, environ_of_run, start_response)
                     break
                 except ParkOutside:
                     pass  # its wait is held by ``served``, and nothing else of the run
                 assert served is not None and body.whole, "only a ServedCall parks outside"
+                del environ_of_run
                 served.park()
-                environ = _run_again(request, body.kept())
+                environ_of_run = _run_again(environ, body.kept())
         finally:
             if served is not None:
                 served.end()
