@@ -10,13 +10,14 @@ had waited kept receiving, every publication cost every process).
   connections of the process's own, served by a daemon thread, on ``WAKE_CHANNELS``
   channels, each topic on one of them by its digest (``wake_channel``). A publication is
   one ``pg_notify`` statement on the publisher (its payload is the publication's number
-  and the topic, ``publication_payload``), sent by the publishing thread after its
-  write committed, whose answer is read before the next statement. A call that waits has its topics' channels ``LISTEN``ed on the listener
-  before its first look; the thread hands each notification to ``wakeups.wake_deliver``
-  (which wakes only the calls waiting on that topic) and ``UNLISTEN``s a channel once no
-  call of the process waits on it. So a process hears only the publications of the
-  channels its parked calls wait on, and its thread wakes for little else (on one
-  channel for all, every process with a parked call woke for every send).
+  and the topic, ``publication_payload``), sent by the publishing thread after its write
+  committed, whose answer is read before the next statement. A call that waits has its
+  topics' channels ``LISTEN``ed on the listener before its first look; the thread hands
+  each notification to ``wakeups.wake_deliver`` (which wakes only the calls waiting on
+  that topic) and ``UNLISTEN``s a channel once no call of the process waits on it. So a
+  process hears only the publications of the channels its parked calls wait on, and its
+  thread wakes for little else (on one channel for all, every process with a parked call
+  woke for every send).
   A fixed number of channels, not one per topic: each channel a process listens on
   holds an advisory lock (``listener_mark``), and PostgreSQL's lock table is shared by
   the whole server (``max_locks_per_transaction`` times ``max_connections``: 6,400 by
@@ -26,14 +27,14 @@ had waited kept receiving, every publication cost every process).
   on once and stay.
 - **SQLite** (one host, one data dir): a Unix datagram socket per listening process in
   ``<data dir>/wake/``, bound under a hidden name, and linked into a directory per topic
-  (``wake/<topic digest>/<pid>.sock``) while a call of the process waits on that topic.
-  A publisher lists the directory of each topic it publishes and sends one datagram (the
-  publication's number and the topics, as JSON) to each process found there: a listing
-  and a ``sendto`` each, none at all for a topic no one waits on, no database involved,
-  delivered in well under a millisecond. (With one directory for all, every send reached every process with a
-  parked call, and its receiver thread woke and took the GIL for nothing: sends at 0.88
-  of their rate with 500 calls parked.) A socket whose process has died refuses the
-  datagram and is removed by the publisher that found it.
+  (``wake/<topic digest>/<pid>.sock``) while a call of the process waits on that topic. A
+  publisher lists the directory of each topic it publishes and sends one datagram (the
+  publication's number and the topics, as JSON) to each process found there: a listing and
+  a ``sendto`` each, none at all for a topic no one waits on, no database involved,
+  delivered in well under a millisecond. (With one directory for all, every send reached
+  every process with a parked call, and its receiver thread woke and took the GIL for
+  nothing: sends at 0.88 of their rate with 500 calls parked.) A socket whose process has
+  died refuses the datagram and is removed by the publisher that found it.
 
 A transport never raises into the write that publishes: a wake that cannot be carried is
 logged, and the calls it concerned answer at their timeout at worst.
