@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import queue
-import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,6 +15,8 @@ from typing import Any, cast
 
 import pytest
 from aiosmtpd.controller import Controller
+
+from tests.servers import free_port
 
 # Long enough for a loaded CI machine; a missing notification still fails the test.
 WAIT_SECONDS = 15
@@ -118,9 +119,7 @@ class SmtpReceiver:
 @pytest.fixture
 def smtp_receiver() -> Iterator[SmtpReceiver]:
     handler = _Mailbox()
-    with socket.socket() as probe:  # aiosmtpd connects to its port once started: name one
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # aiosmtpd connects to its port once started: name one
     controller = Controller(handler, hostname="127.0.0.1", port=port)
     controller.start()
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import select
 import socket
 import subprocess
@@ -25,12 +26,25 @@ import httpx
 import psycopg
 from psycopg import sql
 
+# Ports below the kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768-60999 by
+# default), which connect() and bind(0) never hand out. A port named here and bound a moment
+# later by a spawned server cannot be taken meanwhile by a client socket, ours or that of
+# the other database's suite, which .ci/run runs at the same time; nor can a port named as
+# one nobody listens on be listened on by the other suite's live server.
+_NAMED_PORTS = range(20000, 32000)
+_port_choice = random.SystemRandom()
+
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A loopback port free at this moment, outside the kernel's ephemeral range."""
+    while True:
+        port = _port_choice.choice(_NAMED_PORTS)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:  # in use, or in TIME_WAIT: another
+                continue
+            return port
 
 
 def wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 60) -> int:

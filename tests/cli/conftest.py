@@ -7,13 +7,14 @@ and stderr are what a shell or an agent harness sees.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from tests.servers import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Generous: a subprocess on a loaded CI machine; a hung CLI still fails the test.
@@ -44,9 +45,7 @@ def _cli_environment(server_url: str, extra: dict[str, str]) -> dict[str, str]:
 @pytest.fixture
 def unreachable_url() -> str:
     """A loopback URL on a port that was free a moment ago, so nothing listens on it."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     return f"http://127.0.0.1:{port}"
 
 

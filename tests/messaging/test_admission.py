@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import queue
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from projects.services import session_start
 from tests.conftest import A, ApiCall, B, Persona
 from tests.mcp_raw import RawMcp
 from tests.messaging.conftest import ANON, send
+from tests.servers import free_port
 
 # Long enough for a loaded CI machine; a missing delivery still fails the test.
 WAIT_SECONDS = 10
@@ -176,9 +176,7 @@ def observer(receiver: Receiver, path: str, *events: str, **extra: Any) -> dict[
 
 def dead_url() -> str:
     """A loopback URL nobody listens on: the port was free a moment ago."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     return f"http://127.0.0.1:{port}/gate"
 
 

@@ -6,7 +6,6 @@ The mailbox is alice's restricted ``default/operator``; the asker is her restric
 
 from __future__ import annotations
 
-import socket
 import uuid
 from typing import Any
 
@@ -25,6 +24,7 @@ from messaging.services import message_cancel, message_pop, message_send
 from projects.models import Grant, Project
 from tests.conftest import Persona, make_project
 from tests.decision_examples import question_send
+from tests.servers import free_port
 
 ROOT = Principal.root()
 ANON = Principal.anonymous()
@@ -136,9 +136,7 @@ def test_a_refusing_admission_webhook_refuses_the_answer(
     settings: SettingsWrapper, alice: Persona, operator: Project, orchestrator: Project
 ) -> None:
     question = ask()
-    with socket.socket() as probe:  # a loopback port nobody listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # a loopback port nobody listens on
     settings.AI_MEMORY_ADMISSION_WEBHOOKS_JSON = (
         f'[{{"name": "gate", "url": "http://127.0.0.1:{port}/gate", '
         '"events": ["message_send"], "failure_policy": "reject"}]'
