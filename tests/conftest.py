@@ -6,11 +6,15 @@ charlie has no access to it at all.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,6 +46,43 @@ SEND = {
 # The live test server listens with Django's backlog of 10, so a burst of concurrent
 # connects gets resets; gunicorn's default is 2048. Give the test server room to queue.
 ThreadedWSGIServer.request_queue_size = 256
+
+
+# .ci/run runs the SQLite and the PostgreSQL suite side by side on two cores, and names a
+# lock file both share here. A test marked ``alone`` (one that loads the whole machine with
+# hundreds of connections or threads, or one whose timing such a load upsets) runs while
+# no test of the other run does: it holds the file exclusively, every other test shared.
+# A turnstile file in front keeps a waiting ``alone`` test from being overtaken by the
+# other run's next tests. Unset (one run at a time), nothing is locked.
+SIDE_BY_SIDE_LOCK = os.environ.get("AI_MEMORY_TEST_SIDE_BY_SIDE_LOCK", "")
+
+
+@contextmanager
+def _side_by_side_turn(alone: bool) -> Iterator[None]:
+    with (
+        Path(f"{SIDE_BY_SIDE_LOCK}.turnstile").open("a") as turnstile,
+        Path(SIDE_BY_SIDE_LOCK).open("a") as lock,
+    ):
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    """Setup, call and teardown of each test in its turn with the other run's (above)."""
+    if not SIDE_BY_SIDE_LOCK:
+        return (yield)
+    with _side_by_side_turn(alone=item.get_closest_marker("alone") is not None):
+        return (yield)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -22,7 +22,7 @@ from messaging.models import Message
 from projects.models import Project
 from tests.conftest import Persona, make_project
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.alone]
 
 T = TypeVar("T")
 

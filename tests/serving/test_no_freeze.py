@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import SEND
 from tests.servers import RawConnection, serving
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 PROBE = 1_100
 PER_CALLER = 200  # the default of AI_MEMORY_MAX_WAITS_PER_CALLER

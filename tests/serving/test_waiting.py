@@ -295,6 +295,7 @@ def test_a_write_on_one_host_wakes_the_calls_parked_on_another(tmp_path: Path) -
         assert time.monotonic() - claimed_at < WAKE_SECONDS
 
 
+@pytest.mark.alone
 @pytest.mark.skipif(not POSTGRES, reason="counts PostgreSQL's connections")
 def test_a_worker_keeps_a_bounded_number_of_database_connections(tmp_path: Path) -> None:
     """Every request runs in a greenlet of its own, which may open a connection: once
