@@ -30,7 +30,7 @@ from mcp.types import TextContent
 from tests.conftest import SEND
 from tests.servers import RawConnection, client_from, serving
 
-pytestmark = [pytest.mark.slow, pytest.mark.alone]
+pytestmark = pytest.mark.slow
 
 CLI = (sys.executable, "-m", "aimemory_site.cli.main")
 PER_CALLER = 3
