@@ -38,37 +38,27 @@ def lock_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.usefixtures("lock_file")
-def test_an_alone_test_waits_for_the_other_runs_test_to_end() -> None:
-    other_in, other_out = threading.Event(), threading.Event()
-    other = _turn_in_thread(False, other_in, other_out)
-    assert other_in.wait(GOES_ON_WITHIN_S)
+@pytest.mark.parametrize(
+    ("first_alone", "second_alone"),
+    [(False, True), (True, False)],
+    ids=["an alone test waits for the other run's", "the other run waits for an alone test"],
+)
+def test_a_test_of_one_run_waits_while_the_other_runs_test_holds_it_off(
+    first_alone: bool, second_alone: bool
+) -> None:
+    first_in, first_out = threading.Event(), threading.Event()
+    first = _turn_in_thread(first_alone, first_in, first_out)
+    assert first_in.wait(GOES_ON_WITHIN_S)
 
-    alone_in, alone_out = threading.Event(), threading.Event()
-    alone = _turn_in_thread(True, alone_in, alone_out)
-    assert not alone_in.wait(BLOCKED_FOR_S)
+    second_in, second_out = threading.Event(), threading.Event()
+    second = _turn_in_thread(second_alone, second_in, second_out)
+    assert not second_in.wait(BLOCKED_FOR_S)
 
-    other_out.set()
-    assert alone_in.wait(GOES_ON_WITHIN_S)
-    alone_out.set()
-    other.join(GOES_ON_WITHIN_S)
-    alone.join(GOES_ON_WITHIN_S)
-
-
-@pytest.mark.usefixtures("lock_file")
-def test_the_other_runs_tests_wait_while_an_alone_test_runs() -> None:
-    alone_in, alone_out = threading.Event(), threading.Event()
-    alone = _turn_in_thread(True, alone_in, alone_out)
-    assert alone_in.wait(GOES_ON_WITHIN_S)
-
-    other_in, other_out = threading.Event(), threading.Event()
-    other = _turn_in_thread(False, other_in, other_out)
-    assert not other_in.wait(BLOCKED_FOR_S)
-
-    alone_out.set()
-    assert other_in.wait(GOES_ON_WITHIN_S)
-    other_out.set()
-    alone.join(GOES_ON_WITHIN_S)
-    other.join(GOES_ON_WITHIN_S)
+    first_out.set()
+    assert second_in.wait(GOES_ON_WITHIN_S)
+    second_out.set()
+    first.join(GOES_ON_WITHIN_S)
+    second.join(GOES_ON_WITHIN_S)
 
 
 @pytest.mark.usefixtures("lock_file")
